@@ -1,0 +1,142 @@
+/**
+ * The only reader of `process.env`. Every variable is parsed and validated at
+ * once, so a misconfigured start lists all of its problems in one message.
+ */
+import path from 'node:path';
+
+export type DatabaseConfig =
+  | { kind: 'sqlite'; file: string; dataDirectory: string }
+  | { kind: 'mysql'; url: string };
+
+export interface AppConfig {
+  port: number;
+  host: string;
+  database: DatabaseConfig;
+  adminToken: string | null;
+  redisUrl: string | null;
+  schemaMode: 'own' | 'shared';
+  runMigrations: boolean;
+  /** Explicit key from SECRET_KEY; null means "the embedded default keeps one in its data directory". */
+  secretKey: string | null;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  introspection: boolean;
+  /** Largest accepted request body in bytes. */
+  bodyLimitBytes: number;
+  /** Seed the example data set into an empty database (default: only on the embedded SQLite database). */
+  seedExamples: boolean;
+  /** Deepest selection set a query may have. */
+  maxQueryDepth: number;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+type Env = Record<string, string | undefined>;
+
+export function loadConfig(env: Env = process.env): AppConfig {
+  const problems: string[] = [];
+
+  const integer = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return fallback;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < min || value > max) {
+      problems.push(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
+      return fallback;
+    }
+    return value;
+  };
+
+  const flag = (name: string, fallback: boolean): boolean => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return fallback;
+    const normalised = raw.trim().toLowerCase();
+    if (['1', 'true', 'yes', 'on'].includes(normalised)) return true;
+    if (['0', 'false', 'no', 'off'].includes(normalised)) return false;
+    problems.push(`${name} must be true or false, got "${raw}"`);
+    return fallback;
+  };
+
+  const port = integer('PORT', 4000, 0, 65535);
+  const host = env.HOST?.trim() || '127.0.0.1';
+
+  const database = parseDatabaseUrl(env.DATABASE_URL?.trim() || 'sqlite:./data/app.sqlite', problems);
+
+  const adminToken = env.ADMIN_TOKEN?.trim() || null;
+  if (adminToken !== null && adminToken.length < 16) {
+    problems.push('ADMIN_TOKEN must be at least 16 characters long');
+  }
+
+  const redisUrl = env.REDIS_URL?.trim() || null;
+  if (redisUrl !== null && !/^rediss?:\/\//.test(redisUrl)) {
+    problems.push(`REDIS_URL must start with redis:// or rediss://, got "${redisUrl}"`);
+  }
+
+  const schemaModeRaw = (env.SCHEMA_MODE?.trim() || 'own').toLowerCase();
+  if (schemaModeRaw !== 'own' && schemaModeRaw !== 'shared') {
+    problems.push(`SCHEMA_MODE must be "own" or "shared", got "${env.SCHEMA_MODE}"`);
+  }
+  const schemaMode = schemaModeRaw === 'shared' ? 'shared' : 'own';
+
+  const secretKey = env.SECRET_KEY?.trim() || null;
+  if (secretKey !== null && secretKey.length < 16) {
+    problems.push('SECRET_KEY must be at least 16 characters long (any passphrase; it is stretched into an AES-256 key)');
+  }
+  if (secretKey === null && database.kind === 'mysql') {
+    problems.push('SECRET_KEY is required with a MySQL DATABASE_URL (provider API keys are encrypted with it)');
+  }
+
+  const logLevelRaw = (env.LOG_LEVEL?.trim() || 'info').toLowerCase();
+  const logLevel = (LOG_LEVELS as readonly string[]).includes(logLevelRaw) ? (logLevelRaw as AppConfig['logLevel']) : 'info';
+  if (logLevel !== logLevelRaw) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${env.LOG_LEVEL}"`);
+
+  const config: AppConfig = {
+    port,
+    host,
+    database,
+    adminToken,
+    redisUrl,
+    schemaMode,
+    runMigrations: flag('RUN_MIGRATIONS', true),
+    secretKey,
+    logLevel,
+    introspection: flag('INTROSPECTION', true),
+    bodyLimitBytes: integer('BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    seedExamples: flag('SEED_EXAMPLES', database.kind === 'sqlite'),
+    maxQueryDepth: integer('MAX_QUERY_DEPTH', 12, 3, 100),
+  };
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}
+
+function parseDatabaseUrl(url: string, problems: string[]): DatabaseConfig {
+  if (url.startsWith('sqlite:')) {
+    const file = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+    if (file === '') {
+      problems.push('DATABASE_URL sqlite: needs a file path, e.g. sqlite:./data/app.sqlite');
+      return { kind: 'sqlite', file: './data/app.sqlite', dataDirectory: './data' };
+    }
+    if (file === ':memory:') return { kind: 'sqlite', file, dataDirectory: path.resolve('data') };
+    const resolved = path.resolve(file);
+    return { kind: 'sqlite', file: resolved, dataDirectory: path.dirname(resolved) };
+  }
+  if (url.startsWith('mysql://') || url.startsWith('mariadb://')) {
+    try {
+      const parsed = new URL(url.replace(/^mariadb:/, 'mysql:'));
+      if (parsed.pathname.length <= 1) problems.push('DATABASE_URL must name a database, e.g. mysql://user:pass@host:3306/promptwire');
+      return { kind: 'mysql', url: parsed.toString() };
+    } catch {
+      problems.push('DATABASE_URL is not a valid mysql:// URL');
+      return { kind: 'mysql', url };
+    }
+  }
+  problems.push(`DATABASE_URL must start with sqlite: or mysql://, got "${url.replace(/\/\/[^@]*@/, '//***@')}"`);
+  return { kind: 'sqlite', file: path.resolve('data/app.sqlite'), dataDirectory: path.resolve('data') };
+}

@@ -1,0 +1,27 @@
+import { ApiTokenEntity } from '../auth/api-token.entity';
+import { ConfigurationSkillEntity } from '../configurations/configuration-skill.entity';
+import { ConfigurationEntity } from '../configurations/configuration.entity';
+import { ModelPriceEntity } from '../providers/model-price.entity';
+import { ModelEntity } from '../providers/model.entity';
+import { ProviderEntity } from '../providers/provider.entity';
+import { AgentRunEventEntity } from '../runs/agent-run-event.entity';
+import { AgentRunEntity } from '../runs/agent-run.entity';
+import { SkillEntity } from '../skills/skill.entity';
+import { PromptSnippetEntity } from '../snippets/snippet.entity';
+
+/** Tables TYPO3's `nr_llm` defines; with SCHEMA_MODE=shared the service never changes them. */
+export const typo3Entities = [
+  PromptSnippetEntity,
+  ProviderEntity,
+  ModelEntity,
+  ConfigurationEntity,
+  ConfigurationSkillEntity,
+  SkillEntity,
+  AgentRunEntity,
+  AgentRunEventEntity,
+];
+
+/** The service's own tables (`promptwire_*`). */
+export const ownEntities = [ApiTokenEntity, ModelPriceEntity];
+
+export const allEntities = [...typo3Entities, ...ownEntities];

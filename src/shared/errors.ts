@@ -1,0 +1,36 @@
+/**
+ * The service's one error vocabulary. Services throw these; the GraphQL layer
+ * maps each to its `extensions.code` (api.md) and masks everything else.
+ */
+export type ErrorCode = 'BAD_USER_INPUT' | 'NOT_FOUND' | 'CONFLICT' | 'UNAUTHENTICATED' | 'FORBIDDEN';
+
+export abstract class AppError extends Error {
+  abstract readonly code: ErrorCode;
+  constructor(
+    message: string,
+    readonly field?: string,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export class BadUserInputError extends AppError {
+  readonly code = 'BAD_USER_INPUT' as const;
+}
+
+export class NotFoundError extends AppError {
+  readonly code = 'NOT_FOUND' as const;
+}
+
+export class ConflictError extends AppError {
+  readonly code = 'CONFLICT' as const;
+}
+
+export class UnauthenticatedError extends AppError {
+  readonly code = 'UNAUTHENTICATED' as const;
+}
+
+export class ForbiddenError extends AppError {
+  readonly code = 'FORBIDDEN' as const;
+}

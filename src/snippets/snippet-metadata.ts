@@ -1,0 +1,132 @@
+/**
+ * Snippet metadata and other JSON-object columns (behaviour.md §3.1).
+ *
+ * Rows may have been written by TYPO3's FormEngine, by hand or by other
+ * programs, so reading is forgiving: a bad value never breaks a consumer, it
+ * reads as `{}`. Writing through the API is strict, so this service never
+ * stores a value that another reader would have to forgive.
+ */
+
+/** A JSON object as decoded from a column: string keys, JSON values. */
+export type JsonObject = Record<string, unknown>;
+
+/**
+ * Reads a text column that should hold a JSON object.
+ *
+ * Never throws. `null`, empty or whitespace-only text, invalid or truncated
+ * JSON, a JSON scalar, `null`, an array and `{}` all read as a fresh empty
+ * object; otherwise the decoded object is returned.
+ */
+export function readJsonObject(text: string | null | undefined): JsonObject {
+  if (text === null || text === undefined) {
+    return {};
+  }
+  let decoded: unknown;
+  try {
+    decoded = JSON.parse(text);
+  } catch {
+    return {};
+  }
+  if (!isJsonObject(decoded)) {
+    return {};
+  }
+  return decoded;
+}
+
+/**
+ * Reads a snippet's `metadata` column (§3.1): see `readJsonObject`. Reading
+ * never fails; `{}` stands for "no metadata".
+ */
+export function readMetadata(text: string | null | undefined): JsonObject {
+  return readJsonObject(text);
+}
+
+/** Result of `parseMetadataForWrite`: the JSON text to store, or why the value is refused. */
+export type MetadataWriteResult = { ok: true; json: string } | { ok: false; message: string };
+
+const METADATA_MUST_BE_OBJECT = 'Metadata must be a JSON object, for example {"voice": "nova"}.';
+
+/**
+ * Checks metadata sent through the API and gives the JSON text to store.
+ *
+ * Accepted: a plain object whose values are JSON values all the way down
+ * (strings, finite numbers, booleans, `null`, arrays, plain objects), and a
+ * string holding the JSON text of such an object — a client that sends the
+ * column's own format is not refused. `{}` is accepted and stored as `{}`.
+ *
+ * Refused with a message: `null`, `undefined`, arrays, scalars, strings that
+ * do not parse to an object, and objects holding anything JSON cannot carry
+ * unchanged (`undefined`, functions, non-finite numbers, class instances such
+ * as `Date`, cycles). Whether an absent field means "keep" or "clear" is the
+ * caller's decision, not this function's.
+ */
+export function parseMetadataForWrite(value: unknown): MetadataWriteResult {
+  let candidate: unknown = value;
+  if (typeof value === 'string') {
+    try {
+      candidate = JSON.parse(value);
+    } catch {
+      return { ok: false, message: METADATA_MUST_BE_OBJECT + ' The text given is not valid JSON.' };
+    }
+  }
+  if (!isJsonObject(candidate)) {
+    return { ok: false, message: METADATA_MUST_BE_OBJECT };
+  }
+  const problem = findNonJsonValue(candidate, 'metadata', new Set());
+  if (problem !== null) {
+    return { ok: false, message: `${METADATA_MUST_BE_OBJECT} ${problem}` };
+  }
+  return { ok: true, json: JSON.stringify(candidate) };
+}
+
+/** A plain object (not an array, not a class instance, not `null`). */
+function isJsonObject(value: unknown): value is JsonObject {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return false;
+  }
+  const prototype: unknown = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+}
+
+/**
+ * Describes the first value under `value` that JSON cannot represent as
+ * given, or `null` when everything is a JSON value. `path` names the place
+ * for the message; `ancestors` detects cycles.
+ */
+function findNonJsonValue(value: unknown, path: string, ancestors: Set<object>): string | null {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return null;
+    case 'number':
+      return Number.isFinite(value) ? null : `${path} is not a finite number.`;
+    case 'object': {
+      if (value === null) {
+        return null;
+      }
+      if (ancestors.has(value)) {
+        return `${path} refers to itself.`;
+      }
+      if (!Array.isArray(value) && !isJsonObject(value)) {
+        return `${path} is not a JSON value.`;
+      }
+      ancestors.add(value);
+      const entries: [string, unknown][] = Array.isArray(value)
+        ? value.map((item, index) => [`${path}[${index}]`, item])
+        : Object.entries(value).map(([key, item]) => [`${path}.${key}`, item]);
+      for (const [childPath, child] of entries) {
+        const problem = findNonJsonValue(child, childPath, ancestors);
+        if (problem !== null) {
+          return problem;
+        }
+      }
+      ancestors.delete(value);
+      return null;
+    }
+    case 'undefined':
+    case 'function':
+    case 'symbol':
+    case 'bigint':
+      return `${path} is not a JSON value.`;
+  }
+}
