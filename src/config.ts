@@ -26,6 +26,8 @@ export interface AppConfig {
   seedExamples: boolean;
   /** Deepest selection set a query may have. */
   maxQueryDepth: number;
+  /** Reads a provider key given as `env:NAME` at call time (behaviour.md §1). */
+  readEnv: (name: string) => string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -110,6 +112,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     bodyLimitBytes: integer('BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     seedExamples: flag('SEED_EXAMPLES', database.kind === 'sqlite'),
     maxQueryDepth: integer('MAX_QUERY_DEPTH', 12, 3, 100),
+    readEnv: (name) => env[name],
   };
 
   if (problems.length > 0) throw new ConfigError(problems);

@@ -2,7 +2,7 @@
  * The service's one error vocabulary. Services throw these; the GraphQL layer
  * maps each to its `extensions.code` (api.md) and masks everything else.
  */
-export type ErrorCode = 'BAD_USER_INPUT' | 'NOT_FOUND' | 'CONFLICT' | 'UNAUTHENTICATED' | 'FORBIDDEN';
+export type ErrorCode = 'BAD_USER_INPUT' | 'NOT_FOUND' | 'CONFLICT' | 'UNAUTHENTICATED' | 'FORBIDDEN' | 'SUBSCRIBER_LAGGED';
 
 export abstract class AppError extends Error {
   abstract readonly code: ErrorCode;
@@ -33,4 +33,9 @@ export class UnauthenticatedError extends AppError {
 
 export class ForbiddenError extends AppError {
   readonly code = 'FORBIDDEN' as const;
+}
+
+/** A live subscriber fell too far behind; it resumes by resubscribing from its last sequence. */
+export class SubscriberLaggedError extends AppError {
+  readonly code = 'SUBSCRIBER_LAGGED' as const;
 }

@@ -1,0 +1,119 @@
+import crypto from 'node:crypto';
+import type { DataSource, Repository } from 'typeorm';
+import type { Logger } from '../logger';
+import { NotFoundError, BadUserInputError } from '../shared/errors';
+import { unixNow } from '../shared/time';
+import { ApiTokenEntity } from './api-token.entity';
+import { type Caller, parseRole, Role } from './roles';
+
+const CACHE_TTL_MS = 5_000;
+
+export interface CreatedToken {
+  uid: number;
+  name: string;
+  role: Role;
+  token: string;
+}
+
+export interface ApiTokenSummary {
+  uid: number;
+  name: string;
+  role: Role;
+  prefix: string;
+  createdAt: number;
+  lastUsedAt: number;
+}
+
+export function hashToken(token: string): string {
+  return crypto.createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+/**
+ * API tokens: random, shown once, stored only as sha256 hashes (they carry 256
+ * bits of entropy, so a slow hash adds nothing). Lookups are cached briefly so
+ * that authentication does not cost a query on every request.
+ */
+export class ApiTokenService {
+  private readonly repository: Repository<ApiTokenEntity>;
+  private readonly cache = new Map<string, { caller: Caller | null; expires: number }>();
+
+  constructor(
+    dataSource: DataSource,
+    private readonly logger: Logger,
+  ) {
+    this.repository = dataSource.getRepository(ApiTokenEntity);
+  }
+
+  async authenticate(token: string): Promise<Caller | null> {
+    const hash = hashToken(token);
+    const cached = this.cache.get(hash);
+    if (cached && cached.expires > Date.now()) return cached.caller;
+    const row = await this.repository.findOne({ where: { tokenHash: hash, revokedAt: 0 } });
+    const role = row ? parseRole(row.role) : null;
+    const caller = row && role ? { tokenUid: row.uid, role, name: row.name } : null;
+    this.cache.set(hash, { caller, expires: Date.now() + CACHE_TTL_MS });
+    if (this.cache.size > 10_000) this.cache.clear();
+    return caller;
+  }
+
+  async create(name: string, role: Role): Promise<CreatedToken> {
+    const trimmed = name.trim();
+    if (trimmed === '' || trimmed.length > 255) throw new BadUserInputError('name must be 1 to 255 characters', 'name');
+    const token = `pw_${crypto.randomBytes(32).toString('base64url')}`;
+    const row = await this.repository.save(
+      this.repository.create({
+        name: trimmed,
+        role,
+        tokenHash: hashToken(token),
+        tokenPrefix: token.slice(0, 10),
+        revokedAt: 0,
+        lastUsedAt: 0,
+        crdate: unixNow(),
+      }),
+    );
+    this.logger.info({ tokenUid: row.uid, role }, 'api token created');
+    return { uid: row.uid, name: row.name, role, token };
+  }
+
+  async list(): Promise<ApiTokenSummary[]> {
+    const rows = await this.repository.find({ where: { revokedAt: 0 }, order: { uid: 'ASC' } });
+    return rows.map((row) => ({
+      uid: row.uid,
+      name: row.name,
+      role: parseRole(row.role) ?? Role.VIEWER,
+      prefix: row.tokenPrefix,
+      createdAt: row.crdate,
+      lastUsedAt: row.lastUsedAt,
+    }));
+  }
+
+  async revoke(uid: number): Promise<boolean> {
+    const result = await this.repository.update({ uid, revokedAt: 0 }, { revokedAt: unixNow() });
+    if (!result.affected) throw new NotFoundError(`No active API token with uid ${uid}`, 'uid');
+    this.cache.clear();
+    this.logger.info({ tokenUid: uid }, 'api token revoked');
+    return true;
+  }
+
+  /**
+   * ADMIN_TOKEN registers (once) as an administrator token. Without it, an
+   * empty token table gets a generated administrator token, returned so the
+   * caller can print it once.
+   */
+  async bootstrap(adminToken: string | null): Promise<string | null> {
+    if (adminToken) {
+      const hash = hashToken(adminToken);
+      const existing = await this.repository.findOne({ where: { tokenHash: hash } });
+      if (!existing) {
+        await this.repository.save(
+          this.repository.create({ name: 'ADMIN_TOKEN', role: Role.ADMIN, tokenHash: hash, tokenPrefix: adminToken.slice(0, 6), revokedAt: 0, lastUsedAt: 0, crdate: unixNow() }),
+        );
+      }
+      return null;
+    }
+    const admins = await this.repository.count({ where: { role: Role.ADMIN, revokedAt: 0 } });
+    if (admins > 0) return null;
+    const created = await this.create('bootstrap administrator', Role.ADMIN);
+    return created.token;
+  }
+}

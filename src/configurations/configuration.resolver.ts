@@ -1,0 +1,78 @@
+import { Arg, Authorized, Ctx, FieldResolver, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { Role } from '../auth/roles';
+import type { GraphQLContext } from '../graphql/context';
+import { LlmModel, toLlmModel } from '../providers/provider.types';
+import { BadUserInputError } from '../shared/errors';
+import { Skill, toSkill } from '../skills/skill.types';
+import { PromptSnippet, toPromptSnippet } from '../snippets/snippet.types';
+import { effectiveSystemPromptOf, selectedSnippetsOf } from './configuration.service';
+import { CreateConfigurationInput, LlmConfiguration, toLlmConfiguration, UpdateConfigurationInput } from './configuration.types';
+
+@Resolver(() => LlmConfiguration)
+export class ConfigurationResolver {
+  @Authorized(Role.VIEWER)
+  @Query(() => LlmConfiguration, { nullable: true })
+  async configuration(
+    @Ctx() { services }: GraphQLContext,
+    @Arg('uid', () => Int, { nullable: true }) uid?: number,
+    @Arg('identifier', () => String, { nullable: true }) identifier?: string,
+  ): Promise<LlmConfiguration | null> {
+    if (uid == null && identifier == null) throw new BadUserInputError('Pass uid or identifier', 'uid');
+    const row = uid != null ? await services.configurations.findByUid(uid) : await services.configurations.findByIdentifier(identifier ?? '');
+    return row ? toLlmConfiguration(row) : null;
+  }
+
+  @Authorized(Role.VIEWER)
+  @Query(() => [LlmConfiguration], { description: 'Every configuration, by sorting then name.' })
+  async configurations(
+    @Ctx() { services }: GraphQLContext,
+    @Arg('limit', () => Int, { defaultValue: 50 }) limit = 50,
+    @Arg('offset', () => Int, { defaultValue: 0 }) offset = 0,
+  ): Promise<LlmConfiguration[]> {
+    return (await services.configurations.list({ limit, offset })).map(toLlmConfiguration);
+  }
+
+  @FieldResolver(() => LlmModel, { nullable: true })
+  async model(@Root() configuration: LlmConfiguration, @Ctx() { loaders }: GraphQLContext): Promise<LlmModel | null> {
+    const uid = configuration.entity.modelUid;
+    const row = uid ? await loaders.modelByUid.load(uid) : null;
+    return row ? toLlmModel(row) : null;
+  }
+
+  @FieldResolver(() => [PromptSnippet], { description: 'What the tags select now: tag order, then sorting and name; hidden and duplicate snippets dropped.' })
+  async selectedSnippets(@Root() configuration: LlmConfiguration, @Ctx() { loaders }: GraphQLContext): Promise<PromptSnippet[]> {
+    return selectedSnippetsOf(configuration.entity, await loaders.activeSnippets()).map(toPromptSnippet);
+  }
+
+  @FieldResolver(() => String, { description: 'The system prompt with the snippet block appended, byte for byte as TYPO3 composes it.' })
+  async effectiveSystemPrompt(@Root() configuration: LlmConfiguration, @Ctx() { loaders }: GraphQLContext): Promise<string> {
+    return effectiveSystemPromptOf(configuration.entity, await loaders.activeSnippets());
+  }
+
+  @FieldResolver(() => [Skill], { description: 'Attached skills in injection order.' })
+  async skills(@Root() configuration: LlmConfiguration, @Ctx() { loaders }: GraphQLContext): Promise<Skill[]> {
+    return (await loaders.skillsByConfigurationUid.load(configuration.uid)).map(toSkill);
+  }
+
+  @Authorized(Role.EDITOR)
+  @Mutation(() => LlmConfiguration)
+  async createConfiguration(@Ctx() { services }: GraphQLContext, @Arg('input', () => CreateConfigurationInput) input: CreateConfigurationInput): Promise<LlmConfiguration> {
+    return toLlmConfiguration(await services.configurations.create(input));
+  }
+
+  @Authorized(Role.EDITOR)
+  @Mutation(() => LlmConfiguration)
+  async updateConfiguration(
+    @Ctx() { services }: GraphQLContext,
+    @Arg('uid', () => Int) uid: number,
+    @Arg('input', () => UpdateConfigurationInput) input: UpdateConfigurationInput,
+  ): Promise<LlmConfiguration> {
+    return toLlmConfiguration(await services.configurations.update(uid, input));
+  }
+
+  @Authorized(Role.EDITOR)
+  @Mutation(() => Boolean)
+  async deleteConfiguration(@Ctx() { services }: GraphQLContext, @Arg('uid', () => Int) uid: number): Promise<boolean> {
+    return services.configurations.delete(uid);
+  }
+}

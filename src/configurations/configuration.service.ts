@@ -1,0 +1,256 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import { assertIdentifierAvailable, checkPage, findLiveByIdentifierOrFail, findLiveOrFail, normalizeIdentifier, optionalText, type Page, requireName } from '../db/record-rules';
+import { ModelEntity } from '../providers/model.entity';
+import { BadUserInputError } from '../shared/errors';
+import type { KeyedMutex } from '../shared/keyed-mutex';
+import { unixNow } from '../shared/time';
+import { SkillEntity } from '../skills/skill.entity';
+import { parseMetadataForWrite } from '../snippets/snippet-metadata';
+import type { PromptSnippetEntity } from '../snippets/snippet.entity';
+import { filterByTag } from '../snippets/snippet.service';
+import { parseSelectionTags, validateTagsForWrite } from '../snippets/tag-rules';
+import { ConfigurationSkillEntity } from './configuration-skill.entity';
+import { ConfigurationEntity } from './configuration.entity';
+import { appendSnippetBlock, composeSnippetBlock, selectSnippets } from './effective-prompt';
+
+export interface ConfigurationWrite {
+  identifier?: string;
+  name?: string;
+  description?: string | null;
+  /** Model identifier; null detaches the model. */
+  model?: string | null;
+  systemPrompt?: string | null;
+  snippetTags?: string[] | null;
+  temperature?: number;
+  maxTokens?: number;
+  topP?: number;
+  frequencyPenalty?: number;
+  presencePenalty?: number;
+  timeout?: number;
+  options?: unknown;
+  /** Skill identifiers in injection order; replaces the attached list. */
+  skills?: string[] | null;
+  isActive?: boolean;
+  hidden?: boolean;
+  isDefault?: boolean;
+  sorting?: number;
+}
+
+const RANGES = {
+  temperature: [0, 2],
+  topP: [0, 1],
+  frequencyPenalty: [-2, 2],
+  presencePenalty: [-2, 2],
+} as const;
+
+/**
+ * The snippets a configuration's tags select now (behaviour.md §4.1), from the
+ * request's one list of active snippets.
+ */
+export function selectedSnippetsOf(configuration: ConfigurationEntity, activeSnippets: readonly PromptSnippetEntity[]): PromptSnippetEntity[] {
+  const tags = parseSelectionTags(configuration.snippetTags);
+  if (tags.length === 0) return [];
+  return selectSnippets(tags, (tag) => filterByTag(activeSnippets, tag)) as PromptSnippetEntity[];
+}
+
+/** The configuration's prompt (or a per-run override) with its snippet block appended (behaviour.md §4). */
+export function effectiveSystemPromptOf(configuration: ConfigurationEntity, activeSnippets: readonly PromptSnippetEntity[], override?: string | null): string {
+  const prompt = override !== undefined && override !== null && override !== '' ? override : configuration.systemPrompt;
+  return appendSnippetBlock(prompt, composeSnippetBlock(selectedSnippetsOf(configuration, activeSnippets)));
+}
+
+export class ConfigurationService {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly writeLock: KeyedMutex,
+  ) {}
+
+  async list(page: Page): Promise<ConfigurationEntity[]> {
+    const { limit, offset } = checkPage(page);
+    return this.dataSource
+      .getRepository(ConfigurationEntity)
+      .createQueryBuilder('c')
+      .where('c.deleted = 0')
+      .orderBy('c.sorting', 'ASC')
+      .addOrderBy('c.name', 'ASC')
+      .addOrderBy('c.uid', 'ASC')
+      .take(limit)
+      .skip(offset)
+      .getMany();
+  }
+
+  async findByUid(uid: number): Promise<ConfigurationEntity | null> {
+    return this.dataSource.getRepository(ConfigurationEntity).findOne({ where: { uid, deleted: false } });
+  }
+
+  async findByIdentifier(identifier: string): Promise<ConfigurationEntity | null> {
+    return this.dataSource
+      .getRepository(ConfigurationEntity)
+      .findOne({ where: { identifier: identifier.trim().toLowerCase(), deleted: false }, order: { uid: 'ASC' } });
+  }
+
+  /** Skills attached to each configuration, in relation `sorting` order; one query for any number of configurations. */
+  async skillsByConfiguration(configurationUids: readonly number[]): Promise<Map<number, SkillEntity[]>> {
+    const result = new Map<number, SkillEntity[]>(configurationUids.map((uid) => [uid, []]));
+    if (configurationUids.length === 0) return result;
+    const rows = await this.dataSource
+      .getRepository(ConfigurationSkillEntity)
+      .createQueryBuilder('mm')
+      .innerJoin(SkillEntity, 's', 's.uid = mm.uid_foreign AND s.deleted = 0')
+      .select(['mm.uid_local AS configuration_uid', 'mm.sorting AS relation_sorting', 's.*'])
+      .where('mm.uid_local IN (:...uids)', { uids: [...configurationUids] })
+      .orderBy('mm.uid_local', 'ASC')
+      .addOrderBy('mm.sorting', 'ASC')
+      .getRawMany<Record<string, unknown>>();
+    const skillRepository = this.dataSource.getRepository(SkillEntity);
+    for (const raw of rows) {
+      const skill = skillRepository.create({
+        uid: Number(raw.uid),
+        pid: Number(raw.pid),
+        tstamp: Number(raw.tstamp),
+        crdate: Number(raw.crdate),
+        identifier: String(raw.identifier ?? ''),
+        name: String(raw.name ?? ''),
+        description: raw.description === null || raw.description === undefined ? null : String(raw.description),
+        body: String(raw.body ?? ''),
+        bodyChecksum: String(raw.body_checksum ?? ''),
+        enabled: Number(raw.enabled) !== 0,
+        orphaned: Number(raw.orphaned) !== 0,
+        hidden: Number(raw.hidden) !== 0,
+        deleted: false,
+      });
+      result.get(Number(raw.configuration_uid))?.push(skill);
+    }
+    return result;
+  }
+
+  async create(input: ConfigurationWrite): Promise<ConfigurationEntity> {
+    const identifier = normalizeIdentifier(input.identifier ?? '');
+    return this.writeLock.run('tx_nrllm_configuration', () =>
+      this.dataSource.transaction(async (manager) => {
+        await assertIdentifierAvailable(manager, ConfigurationEntity, identifier, null, 'configuration');
+        const now = unixNow();
+        const row = manager.create(ConfigurationEntity, {
+          pid: 0,
+          crdate: now,
+          tstamp: now,
+          deleted: false,
+          hidden: false,
+          description: null,
+          modelUid: 0,
+          systemPrompt: '',
+          temperature: 0.7,
+          maxTokens: 1000,
+          topP: 1,
+          frequencyPenalty: 0,
+          presencePenalty: 0,
+          timeout: 0,
+          options: null,
+          snippetTags: '',
+          skills: 0,
+          isActive: true,
+          isDefault: false,
+          sorting: 0,
+        });
+        const skillUids = await this.applyWrite(manager, row, { ...input, identifier }, true);
+        if (skillUids) row.skills = skillUids.length;
+        const saved = await manager.save(row);
+        if (skillUids) await this.replaceSkills(manager, saved.uid, skillUids);
+        return saved;
+      }),
+    );
+  }
+
+  async update(uid: number, input: ConfigurationWrite): Promise<ConfigurationEntity> {
+    const identifier = input.identifier === undefined ? undefined : normalizeIdentifier(input.identifier);
+    return this.writeLock.run('tx_nrllm_configuration', () =>
+      this.dataSource.transaction(async (manager) => {
+        const row = await findLiveOrFail(manager, ConfigurationEntity, uid, 'configuration');
+        if (identifier !== undefined) await assertIdentifierAvailable(manager, ConfigurationEntity, identifier, uid, 'configuration');
+        const skillUids = await this.applyWrite(manager, row, { ...input, identifier }, false);
+        if (skillUids) {
+          row.skills = skillUids.length;
+          await this.replaceSkills(manager, uid, skillUids);
+        }
+        row.tstamp = unixNow();
+        return manager.save(row);
+      }),
+    );
+  }
+
+  async delete(uid: number): Promise<boolean> {
+    return this.dataSource.transaction(async (manager) => {
+      await findLiveOrFail(manager, ConfigurationEntity, uid, 'configuration');
+      await manager.update(ConfigurationEntity, { uid }, { deleted: true, tstamp: unixNow() });
+      return true;
+    });
+  }
+
+  private async replaceSkills(manager: EntityManager, configurationUid: number, skillUids: number[]): Promise<void> {
+    await manager.delete(ConfigurationSkillEntity, { uidLocal: configurationUid });
+    if (skillUids.length === 0) return;
+    await manager.insert(
+      ConfigurationSkillEntity,
+      skillUids.map((uidForeign, index) => ({ uidLocal: configurationUid, uidForeign, sorting: index + 1, sortingForeign: 0 })),
+    );
+  }
+
+  /** Validates and applies; returns the skill uids when the skill list is being replaced. */
+  private async applyWrite(manager: EntityManager, row: ConfigurationEntity, input: ConfigurationWrite, creating: boolean): Promise<number[] | null> {
+    const changes: Partial<ConfigurationEntity> = {};
+    if (input.identifier !== undefined) changes.identifier = input.identifier;
+    if (creating || input.name !== undefined) changes.name = requireName(input.name ?? '');
+    if (input.description !== undefined) changes.description = optionalText(input.description, 65535, 'description') ?? null;
+    if (input.systemPrompt !== undefined) changes.systemPrompt = optionalText(input.systemPrompt ?? '', 16_000_000, 'systemPrompt') ?? '';
+    if (input.snippetTags !== undefined) {
+      const tags = validateTagsForWrite(input.snippetTags ?? []);
+      if (!tags.ok) throw new BadUserInputError(tags.message, 'snippetTags');
+      // A configuration's selection keeps the first of repeated tags (behaviour.md §2).
+      changes.snippetTags = parseSelectionTags(tags.csv).join(',');
+    }
+    for (const key of Object.keys(RANGES) as (keyof typeof RANGES)[]) {
+      const value = input[key];
+      if (value === undefined || value === null) continue;
+      const [min, max] = RANGES[key];
+      if (!Number.isFinite(value) || value < min || value > max) throw new BadUserInputError(`${key} must be between ${min} and ${max}`, key);
+      changes[key] = Math.round(value * 100) / 100;
+    }
+    if (input.maxTokens !== undefined && input.maxTokens !== null) {
+      if (!Number.isInteger(input.maxTokens) || input.maxTokens < 0) throw new BadUserInputError('maxTokens must be a whole number ≥ 0 (0 = unset)', 'maxTokens');
+      changes.maxTokens = input.maxTokens;
+    }
+    if (input.timeout !== undefined && input.timeout !== null) {
+      if (!Number.isInteger(input.timeout) || input.timeout < 0 || input.timeout > 3600) throw new BadUserInputError('timeout must be 0 to 3600 seconds (0 = the model\'s default)', 'timeout');
+      changes.timeout = input.timeout;
+    }
+    if (input.options !== undefined) {
+      if (input.options === null) changes.options = null;
+      else {
+        const options = parseMetadataForWrite(input.options);
+        if (!options.ok) throw new BadUserInputError(options.message.replace(/^metadata/, 'options'), 'options');
+        changes.options = options.json;
+      }
+    }
+    if (input.isActive !== undefined && input.isActive !== null) changes.isActive = input.isActive;
+    if (input.hidden !== undefined && input.hidden !== null) changes.hidden = input.hidden;
+    if (input.isDefault !== undefined && input.isDefault !== null) changes.isDefault = input.isDefault;
+    if (input.sorting !== undefined && input.sorting !== null) {
+      if (!Number.isInteger(input.sorting) || input.sorting < 0) throw new BadUserInputError('sorting must be 0 or more', 'sorting');
+      changes.sorting = input.sorting;
+    }
+    if (input.model !== undefined) {
+      changes.modelUid = input.model === null || input.model.trim() === '' ? 0 : (await findLiveByIdentifierOrFail(manager, ModelEntity, input.model, 'model', 'model')).uid;
+    }
+    let skillUids: number[] | null = null;
+    if (input.skills !== undefined && input.skills !== null) {
+      skillUids = [];
+      for (const identifier of input.skills) {
+        const skill = await findLiveByIdentifierOrFail(manager, SkillEntity, identifier, 'skill', 'skills');
+        if (!skillUids.includes(skill.uid)) skillUids.push(skill.uid);
+      }
+    }
+    Object.assign(row, changes);
+    return skillUids;
+  }
+}
+

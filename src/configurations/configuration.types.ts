@@ -1,0 +1,95 @@
+import { IsOptional, MaxLength } from 'class-validator';
+import { Field, Float, InputType, Int, ObjectType } from 'type-graphql';
+import { JSONScalar } from '../graphql/scalars';
+import { readJsonObject } from '../snippets/snippet-metadata';
+import { parseSelectionTags } from '../snippets/tag-rules';
+import type { ConfigurationEntity } from './configuration.entity';
+
+@ObjectType({ description: 'A model with its parameters, its system prompt and the snippet tags composed into it.' })
+export class LlmConfiguration {
+  @Field(() => Int) uid!: number;
+  @Field() identifier!: string;
+  @Field() name!: string;
+  @Field(() => String, { nullable: true }) description!: string | null;
+  @Field({ description: 'The configuration\'s own prompt, without snippets.' }) systemPrompt!: string;
+  @Field(() => [String], { description: 'Normalised, first occurrence kept.' }) snippetTags!: string[];
+  @Field(() => Float) temperature!: number;
+  @Field(() => Int) maxTokens!: number;
+  @Field(() => Float) topP!: number;
+  @Field(() => Float) frequencyPenalty!: number;
+  @Field(() => Float) presencePenalty!: number;
+  @Field(() => Int, { description: 'Seconds; 0 = the model\'s default.' }) timeout!: number;
+  @Field(() => JSONScalar, { description: 'Merged over the typed parameters; always an object.' }) options!: Record<string, unknown>;
+  @Field() isActive!: boolean;
+  @Field() hidden!: boolean;
+  @Field() isDefault!: boolean;
+  @Field(() => Int) sorting!: number;
+  entity!: ConfigurationEntity;
+}
+
+export function toLlmConfiguration(row: ConfigurationEntity): LlmConfiguration {
+  return {
+    uid: row.uid,
+    identifier: row.identifier,
+    name: row.name,
+    description: row.description,
+    systemPrompt: row.systemPrompt,
+    snippetTags: parseSelectionTags(row.snippetTags),
+    temperature: row.temperature,
+    maxTokens: row.maxTokens,
+    topP: row.topP,
+    frequencyPenalty: row.frequencyPenalty,
+    presencePenalty: row.presencePenalty,
+    timeout: row.timeout,
+    options: readJsonObject(row.options),
+    isActive: row.isActive,
+    hidden: row.hidden,
+    isDefault: row.isDefault,
+    sorting: row.sorting,
+    entity: row,
+  };
+}
+
+@InputType()
+export class CreateConfigurationInput {
+  @Field() @MaxLength(100) identifier!: string;
+  @Field() @MaxLength(255) name!: string;
+  @Field(() => String, { nullable: true, description: 'Model identifier.' }) model?: string | null;
+  @Field(() => String, { nullable: true }) systemPrompt?: string | null;
+  @Field(() => [String], { nullable: true }) snippetTags?: string[] | null;
+  @Field(() => Float, { nullable: true, description: '0 to 2.' }) temperature?: number;
+  @Field(() => Int, { nullable: true, description: '≥ 0; 0 = unset.' }) maxTokens?: number;
+  @Field(() => Float, { nullable: true, description: '0 to 1.' }) topP?: number;
+  @Field(() => Float, { nullable: true, description: '-2 to 2.' }) frequencyPenalty?: number;
+  @Field(() => Float, { nullable: true, description: '-2 to 2.' }) presencePenalty?: number;
+  @Field(() => Int, { nullable: true }) timeout?: number;
+  @Field(() => JSONScalar, { nullable: true, description: 'A JSON object merged over the typed parameters.' }) options?: unknown;
+  @Field(() => [String], { nullable: true, description: 'Skill identifiers, in injection order.' }) skills?: string[] | null;
+  @Field(() => String, { nullable: true }) description?: string | null;
+  @Field({ nullable: true }) isActive?: boolean;
+  @Field({ nullable: true }) hidden?: boolean;
+  @Field({ nullable: true }) isDefault?: boolean;
+  @Field(() => Int, { nullable: true }) sorting?: number;
+}
+
+@InputType()
+export class UpdateConfigurationInput {
+  @Field({ nullable: true }) @IsOptional() @MaxLength(100) identifier?: string;
+  @Field({ nullable: true }) @IsOptional() @MaxLength(255) name?: string;
+  @Field(() => String, { nullable: true }) model?: string | null;
+  @Field(() => String, { nullable: true }) systemPrompt?: string | null;
+  @Field(() => [String], { nullable: true }) snippetTags?: string[] | null;
+  @Field(() => Float, { nullable: true }) temperature?: number;
+  @Field(() => Int, { nullable: true }) maxTokens?: number;
+  @Field(() => Float, { nullable: true }) topP?: number;
+  @Field(() => Float, { nullable: true }) frequencyPenalty?: number;
+  @Field(() => Float, { nullable: true }) presencePenalty?: number;
+  @Field(() => Int, { nullable: true }) timeout?: number;
+  @Field(() => JSONScalar, { nullable: true }) options?: unknown;
+  @Field(() => [String], { nullable: true }) skills?: string[] | null;
+  @Field(() => String, { nullable: true }) description?: string | null;
+  @Field({ nullable: true }) isActive?: boolean;
+  @Field({ nullable: true }) hidden?: boolean;
+  @Field({ nullable: true }) isDefault?: boolean;
+  @Field(() => Int, { nullable: true }) sorting?: number;
+}

@@ -1,0 +1,101 @@
+/**
+ * Write rules shared by every editable TYPO3 table: identifiers, names,
+ * uniqueness among non-deleted rows, soft delete.
+ */
+import type { EntityManager, EntityTarget, ObjectLiteral } from 'typeorm';
+import { BadUserInputError, ConflictError, NotFoundError } from '../shared/errors';
+
+const IDENTIFIER_PATTERN = /^[a-z0-9_-]+$/;
+
+/** Identifiers are stored lower-case: `Nova_Persona` is accepted as `nova_persona`. */
+export function normalizeIdentifier(raw: string, field = 'identifier'): string {
+  const identifier = raw.trim().toLowerCase();
+  if (identifier === '') throw new BadUserInputError(`${field} is required`, field);
+  if (identifier.length > 100) throw new BadUserInputError(`${field} must be at most 100 characters`, field);
+  if (!IDENTIFIER_PATTERN.test(identifier)) {
+    throw new BadUserInputError(`${field} may only contain a-z, 0-9, "_" and "-" (got "${raw}")`, field);
+  }
+  return identifier;
+}
+
+export function requireName(raw: string, field = 'name'): string {
+  const name = raw.trim();
+  if (name === '') throw new BadUserInputError(`${field} is required`, field);
+  if (name.length > 255) throw new BadUserInputError(`${field} must be at most 255 characters`, field);
+  return name;
+}
+
+export function optionalText(raw: string | null | undefined, max: number, field: string): string | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  if (raw.length > max) throw new BadUserInputError(`${field} must be at most ${max} characters`, field);
+  return raw;
+}
+
+interface IdentifiedRow extends ObjectLiteral {
+  uid: number;
+  identifier: string;
+  deleted: boolean;
+}
+
+export async function assertIdentifierAvailable<T extends IdentifiedRow>(
+  manager: EntityManager,
+  entity: EntityTarget<T>,
+  identifier: string,
+  exceptUid: number | null,
+  what: string,
+): Promise<void> {
+  const rows = await manager
+    .getRepository(entity)
+    .createQueryBuilder('row')
+    .select(['row.uid'])
+    .where('row.identifier = :identifier AND row.deleted = 0', { identifier })
+    .getMany();
+  if (rows.some((row) => row.uid !== exceptUid)) {
+    throw new ConflictError(`A ${what} with identifier "${identifier}" already exists`, 'identifier');
+  }
+}
+
+export async function findLiveOrFail<T extends IdentifiedRow>(
+  manager: EntityManager,
+  entity: EntityTarget<T>,
+  uid: number,
+  what: string,
+): Promise<T> {
+  const row = await manager.getRepository(entity).createQueryBuilder('row').where('row.uid = :uid AND row.deleted = 0', { uid }).getOne();
+  if (!row) throw new NotFoundError(`No ${what} with uid ${uid}`, 'uid');
+  return row;
+}
+
+/** Resolves a relation given by identifier; an unknown one is NOT_FOUND naming the field. */
+export async function findLiveByIdentifierOrFail<T extends IdentifiedRow>(
+  manager: EntityManager,
+  entity: EntityTarget<T>,
+  identifier: string,
+  what: string,
+  field: string,
+): Promise<T> {
+  const normalized = identifier.trim().toLowerCase();
+  const row = await manager
+    .getRepository(entity)
+    .createQueryBuilder('row')
+    .where('row.identifier = :identifier AND row.deleted = 0', { identifier: normalized })
+    .orderBy('row.uid', 'ASC')
+    .getOne();
+  if (!row) throw new NotFoundError(`No ${what} with identifier "${identifier}"`, field);
+  return row;
+}
+
+export interface Page {
+  limit: number;
+  offset: number;
+}
+
+export const MAX_PAGE_SIZE = 500;
+
+export function checkPage(page: Page): Page {
+  if (!Number.isInteger(page.limit) || page.limit < 0 || page.limit > MAX_PAGE_SIZE) {
+    throw new BadUserInputError(`limit must be between 0 and ${MAX_PAGE_SIZE}`, 'limit');
+  }
+  if (!Number.isInteger(page.offset) || page.offset < 0) throw new BadUserInputError('offset must be 0 or more', 'offset');
+  return page;
+}

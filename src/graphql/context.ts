@@ -1,0 +1,15 @@
+import type { Caller } from '../auth/roles';
+import type { Logger } from '../logger';
+import type { Services } from '../services';
+import type { Loaders } from './loaders';
+
+/** What every resolver receives: who is calling, the services, and this request's loaders. */
+export interface GraphQLContext {
+  caller: Caller | null;
+  /** Set when a token was sent but is not valid, so the error can say so. */
+  authProblem: string | null;
+  services: Services;
+  loaders: Loaders;
+  logger: Logger;
+  requestId: string;
+}

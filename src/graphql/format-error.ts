@@ -1,0 +1,60 @@
+import type { GraphQLFormattedError } from 'graphql';
+import { unwrapResolverError } from '@apollo/server/errors';
+import { ArgumentValidationError } from 'type-graphql';
+import type { Logger } from '../logger';
+import { AppError } from '../shared/errors';
+
+const CLIENT_CODES = new Set(['GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED', 'BAD_USER_INPUT', 'PERSISTED_QUERY_NOT_FOUND', 'PERSISTED_QUERY_NOT_SUPPORTED', 'OPERATION_RESOLUTION_FAILURE', 'BAD_REQUEST']);
+
+/**
+ * The one place errors are mapped for clients: our error classes keep their
+ * code and message; validation errors name the field; anything else is
+ * logged and masked, so SQL, stacks and secrets never reach a client.
+ */
+export function createErrorFormatter(logger: Logger) {
+  return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
+    const original = unwrapResolverError(error);
+    const path = formatted.path;
+    const locations = formatted.locations;
+    if (original instanceof AppError) {
+      return {
+        message: original.message,
+        locations,
+        path,
+        extensions: { code: original.code, ...(original.field ? { field: original.field } : {}) },
+      };
+    }
+    if (original instanceof ArgumentValidationError) {
+      const first = original.extensions.validationErrors[0];
+      const field = first ? fieldPath(first) : undefined;
+      const messages = original.extensions.validationErrors.flatMap(flattenConstraints);
+      return {
+        message: `Invalid input: ${messages.join('; ')}`,
+        locations,
+        path,
+        extensions: { code: 'BAD_USER_INPUT', ...(field ? { field } : {}) },
+      };
+    }
+    const code = String(formatted.extensions?.code ?? '');
+    if (CLIENT_CODES.has(code)) {
+      return { ...formatted, extensions: { code: code === 'GRAPHQL_VALIDATION_FAILED' || code === 'GRAPHQL_PARSE_FAILED' ? code : 'BAD_USER_INPUT' } };
+    }
+    logger.error({ err: original, path }, 'unexpected error in a GraphQL operation');
+    return { message: 'Internal server error; it has been logged. Try again, and report it if it persists.', locations, path, extensions: { code: 'INTERNAL_SERVER_ERROR' } };
+  };
+}
+
+interface ValidationErrorLike {
+  property: string;
+  constraints?: Record<string, string>;
+  children?: ValidationErrorLike[];
+}
+
+function fieldPath(error: ValidationErrorLike): string {
+  const child = error.children?.[0];
+  return child ? fieldPath(child) : error.property;
+}
+
+function flattenConstraints(error: ValidationErrorLike): string[] {
+  return [...Object.values(error.constraints ?? {}), ...(error.children ?? []).flatMap(flattenConstraints)];
+}

@@ -1,0 +1,23 @@
+import type { GraphQLSchema } from 'graphql';
+import { createPubSub } from '@graphql-yoga/subscription';
+import { buildSchema } from 'type-graphql';
+import { ApiTokenResolver } from '../auth/api-token.resolver';
+import { ConfigurationResolver } from '../configurations/configuration.resolver';
+import { ModelResolver, ProviderResolver } from '../providers/provider.resolver';
+import { RunResolver } from '../runs/run.resolver';
+import { SkillResolver } from '../skills/skill.resolver';
+import { SnippetResolver } from '../snippets/snippet.resolver';
+import { authChecker } from './auth-checker';
+
+export const resolvers = [SnippetResolver, ProviderResolver, ModelResolver, ConfigurationResolver, SkillResolver, ApiTokenResolver, RunResolver] as const;
+
+/** The schema is built from the resolver classes; `schema.graphql` is its committed print. */
+export async function buildAppSchema(): Promise<GraphQLSchema> {
+  return buildSchema({
+    resolvers: [...resolvers],
+    authChecker,
+    // Run subscriptions bring their own sources (replay, then the trace bus); type-graphql still insists on a pub/sub.
+    pubSub: createPubSub(),
+    validate: { forbidUnknownValues: false },
+  });
+}

@@ -1,0 +1,86 @@
+/**
+ * Call options (behaviour.md §5) as the adapters read them. The base options
+ * are always present in a configuration's call, so their neutral values
+ * (`top_p` 1, penalties 0) are treated as "not asked for" and not sent:
+ * several models reject parameters they do not support even at their neutral
+ * value, and the warning for an unsupported setting should mean something.
+ */
+import type { CallOptions } from './types';
+
+/** Keys every adapter handles itself, or that are not for the provider at all. */
+const HANDLED_KEYS: ReadonlySet<string> = new Set([
+  'model',
+  'temperature',
+  'top_p',
+  'frequency_penalty',
+  'presence_penalty',
+  'max_tokens',
+  'timeout',
+  'captureRaw',
+  // The loop turns the system prompt into message 0 (behaviour.md §8); the key only documents it.
+  'system_prompt',
+]);
+
+export interface Sampling {
+  temperature?: number;
+  topP?: number;
+  frequencyPenalty?: number;
+  presencePenalty?: number;
+  maxTokens?: number;
+}
+
+export function readSampling(options: CallOptions, warnings: string[]): Sampling {
+  const sampling: Sampling = {};
+  const temperature = numberOption(options, 'temperature', warnings);
+  if (temperature !== undefined) sampling.temperature = temperature;
+  const topP = numberOption(options, 'top_p', warnings);
+  if (topP !== undefined && topP !== 1) sampling.topP = topP;
+  const frequencyPenalty = numberOption(options, 'frequency_penalty', warnings);
+  if (frequencyPenalty !== undefined && frequencyPenalty !== 0) sampling.frequencyPenalty = frequencyPenalty;
+  const presencePenalty = numberOption(options, 'presence_penalty', warnings);
+  if (presencePenalty !== undefined && presencePenalty !== 0) sampling.presencePenalty = presencePenalty;
+  const maxTokens = numberOption(options, 'max_tokens', warnings);
+  if (maxTokens !== undefined && maxTokens > 0) sampling.maxTokens = Math.floor(maxTokens);
+  return sampling;
+}
+
+/**
+ * The configuration's extra options a provider knows, renamed to its wire
+ * names. `accepted` maps an option key to the wire key; `'any'` passes every
+ * key unchanged (a custom OpenAI-compatible server may know anything). Keys
+ * the provider does not know are not sent and produce a warning.
+ */
+export function passThrough(
+  options: CallOptions,
+  accepted: ReadonlyMap<string, string> | 'any',
+  providerLabel: string,
+  warnings: string[],
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(options)) {
+    if (HANDLED_KEYS.has(key) || value === undefined) continue;
+    const wireKey = accepted === 'any' ? key : accepted.get(key);
+    if (wireKey === undefined) {
+      warnings.push(`${key} is not supported by ${providerLabel}`);
+      continue;
+    }
+    out[wireKey] = value;
+  }
+  return out;
+}
+
+/** Builds the map for `passThrough` from wire keys that keep their name and [option, wire] renames. */
+export function acceptedKeys(sameName: readonly string[], renamed: ReadonlyArray<readonly [string, string]> = []): ReadonlyMap<string, string> {
+  const map = new Map<string, string>();
+  for (const key of sameName) map.set(key, key);
+  for (const [option, wire] of renamed) map.set(option, wire);
+  return map;
+}
+
+function numberOption(options: CallOptions, key: string, warnings: string[]): number | undefined {
+  const value = options[key];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'number' && Number.isFinite(value)) return value;
+  warnings.push(`${key} must be a number and was not sent`);
+  return undefined;
+}

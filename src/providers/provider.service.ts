@@ -1,0 +1,203 @@
+import type { DataSource } from 'typeorm';
+import type { AppConfig } from '../config';
+import { assertIdentifierAvailable, findLiveOrFail, normalizeIdentifier, optionalText, requireName } from '../db/record-rules';
+import { BadUserInputError, ConflictError } from '../shared/errors';
+import type { KeyedMutex } from '../shared/keyed-mutex';
+import { SecretBox } from '../shared/secret-box';
+import { unixNow } from '../shared/time';
+import { readJsonObject } from '../snippets/snippet-metadata';
+import { ADAPTER_TYPES, type AdapterType, type ProviderSettings } from './adapters/types';
+import { ModelEntity } from './model.entity';
+import { ProviderEntity } from './provider.entity';
+
+export interface ProviderWrite {
+  identifier?: string;
+  name?: string;
+  description?: string | null;
+  adapterType?: string;
+  endpointUrl?: string | null;
+  /** Write-only. `null` or `""` clears the key; `env:NAME` reads NAME at call time. */
+  apiKey?: string | null;
+  organizationId?: string | null;
+  apiTimeout?: number;
+  maxRetries?: number;
+  isActive?: boolean;
+  priority?: number;
+  sorting?: number;
+}
+
+export type KeyState = 'none' | 'stored' | 'environment' | 'external';
+
+/** How a stored `api_key` value is to be read (behaviour.md §1). */
+export function keyState(stored: string): KeyState {
+  if (stored === '') return 'none';
+  if (SecretBox.isEncrypted(stored)) return 'stored';
+  if (stored.startsWith('env:')) return 'environment';
+  // TYPO3 keeps an identifier of its secret vault here, which this service cannot read.
+  return 'external';
+}
+
+export class ProviderService {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly writeLock: KeyedMutex,
+    private readonly secrets: SecretBox,
+    private readonly readEnv: AppConfig['readEnv'],
+  ) {}
+
+  async list(): Promise<ProviderEntity[]> {
+    return this.dataSource
+      .getRepository(ProviderEntity)
+      .createQueryBuilder('p')
+      .where('p.deleted = 0')
+      .orderBy('p.sorting', 'ASC')
+      .addOrderBy('p.name', 'ASC')
+      .addOrderBy('p.uid', 'ASC')
+      .getMany();
+  }
+
+  async findByUids(uids: readonly number[]): Promise<ProviderEntity[]> {
+    if (uids.length === 0) return [];
+    return this.dataSource.getRepository(ProviderEntity).createQueryBuilder('p').where('p.uid IN (:...uids) AND p.deleted = 0', { uids: [...uids] }).getMany();
+  }
+
+  async findByIdentifier(identifier: string): Promise<ProviderEntity | null> {
+    return this.dataSource.getRepository(ProviderEntity).findOne({ where: { identifier: identifier.trim().toLowerCase(), deleted: false }, order: { uid: 'ASC' } });
+  }
+
+  async create(input: ProviderWrite): Promise<ProviderEntity> {
+    const identifier = normalizeIdentifier(input.identifier ?? '');
+    return this.writeLock.run('tx_nrllm_provider', () =>
+      this.dataSource.transaction(async (manager) => {
+        await assertIdentifierAvailable(manager, ProviderEntity, identifier, null, 'provider');
+        const now = unixNow();
+        const row = manager.create(ProviderEntity, {
+          pid: 0,
+          crdate: now,
+          tstamp: now,
+          deleted: false,
+          hidden: false,
+          description: null,
+          endpointUrl: '',
+          apiKey: '',
+          organizationId: '',
+          apiTimeout: 30,
+          maxRetries: 3,
+          options: null,
+          isActive: true,
+          priority: 50,
+          sorting: 0,
+        });
+        this.applyWrite(row, { ...input, identifier }, true);
+        return manager.save(row);
+      }),
+    );
+  }
+
+  async update(uid: number, input: ProviderWrite): Promise<ProviderEntity> {
+    const identifier = input.identifier === undefined ? undefined : normalizeIdentifier(input.identifier);
+    return this.writeLock.run('tx_nrllm_provider', () =>
+      this.dataSource.transaction(async (manager) => {
+        const row = await findLiveOrFail(manager, ProviderEntity, uid, 'provider');
+        if (identifier !== undefined) await assertIdentifierAvailable(manager, ProviderEntity, identifier, uid, 'provider');
+        this.applyWrite(row, { ...input, identifier }, false);
+        row.tstamp = unixNow();
+        return manager.save(row);
+      }),
+    );
+  }
+
+  /** A provider that live models still use cannot be deleted: that would strand them. */
+  async delete(uid: number): Promise<boolean> {
+    return this.dataSource.transaction(async (manager) => {
+      await findLiveOrFail(manager, ProviderEntity, uid, 'provider');
+      const models = await manager.getRepository(ModelEntity).count({ where: { providerUid: uid, deleted: false } });
+      if (models > 0) throw new ConflictError(`The provider is still used by ${models} model(s); delete or move them first`, 'uid');
+      await manager.update(ProviderEntity, { uid }, { deleted: true, tstamp: unixNow() });
+      return true;
+    });
+  }
+
+  /** The decrypted key, or null when the provider has no key this service can use. */
+  resolveApiKey(row: ProviderEntity): string | null {
+    switch (keyState(row.apiKey)) {
+      case 'none':
+      case 'external':
+        return null;
+      case 'environment':
+        return this.readEnv(row.apiKey.slice('env:'.length)) || null;
+      case 'stored':
+        return this.secrets.decrypt(row.apiKey);
+    }
+  }
+
+  settingsFor(row: ProviderEntity): ProviderSettings {
+    return {
+      identifier: row.identifier,
+      adapterType: row.adapterType as AdapterType,
+      endpointUrl: row.endpointUrl,
+      apiKey: this.resolveApiKey(row),
+      organizationId: row.organizationId,
+      apiTimeout: row.apiTimeout > 0 ? row.apiTimeout : 30,
+      maxRetries: Math.max(0, Math.min(10, row.maxRetries)),
+      options: readJsonObject(row.options),
+    };
+  }
+
+  private applyWrite(row: ProviderEntity, input: ProviderWrite, creating: boolean): void {
+    const changes: Partial<ProviderEntity> = {};
+    if (input.identifier !== undefined) changes.identifier = input.identifier;
+    if (creating || input.name !== undefined) changes.name = requireName(input.name ?? '');
+    if (input.description !== undefined) changes.description = optionalText(input.description, 65535, 'description') ?? null;
+    if (creating || input.adapterType !== undefined) {
+      const type = (input.adapterType ?? '').trim().toLowerCase();
+      if (!(ADAPTER_TYPES as readonly string[]).includes(type)) {
+        throw new BadUserInputError(`adapterType must be one of ${ADAPTER_TYPES.join(', ')} (got "${input.adapterType}")`, 'adapterType');
+      }
+      changes.adapterType = type;
+    }
+    if (input.endpointUrl !== undefined) {
+      const url = (input.endpointUrl ?? '').trim();
+      if (url !== '') {
+        if (url.length > 500) throw new BadUserInputError('endpointUrl must be at most 500 characters', 'endpointUrl');
+        let parsed: URL;
+        try {
+          parsed = new URL(url);
+        } catch {
+          throw new BadUserInputError(`endpointUrl is not a valid URL: "${url}"`, 'endpointUrl');
+        }
+        if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new BadUserInputError('endpointUrl must use http or https', 'endpointUrl');
+        if (parsed.username || parsed.password) throw new BadUserInputError('endpointUrl must not carry credentials; use apiKey', 'endpointUrl');
+      }
+      changes.endpointUrl = url.replace(/\/+$/, '');
+    }
+    const adapterType = changes.adapterType ?? row.adapterType;
+    if (adapterType === 'custom' && (changes.endpointUrl ?? row.endpointUrl) === '') {
+      throw new BadUserInputError('A custom (OpenAI-compatible) provider needs an endpointUrl', 'endpointUrl');
+    }
+    if (input.apiKey !== undefined) {
+      const key = (input.apiKey ?? '').trim();
+      if (key.length > 300) throw new BadUserInputError('apiKey must be at most 300 characters', 'apiKey');
+      if (key.startsWith('env:') && !/^env:[A-Za-z_][A-Za-z0-9_]*$/.test(key)) {
+        throw new BadUserInputError('apiKey "env:NAME" needs a valid environment variable name', 'apiKey');
+      }
+      changes.apiKey = key === '' ? '' : key.startsWith('env:') ? key : this.secrets.encrypt(key);
+    }
+    if (input.organizationId !== undefined) changes.organizationId = optionalText(input.organizationId ?? '', 100, 'organizationId') ?? '';
+    if (input.apiTimeout !== undefined && input.apiTimeout !== null) {
+      if (!Number.isInteger(input.apiTimeout) || input.apiTimeout < 1 || input.apiTimeout > 3600) throw new BadUserInputError('apiTimeout must be 1 to 3600 seconds', 'apiTimeout');
+      changes.apiTimeout = input.apiTimeout;
+    }
+    if (input.maxRetries !== undefined && input.maxRetries !== null) {
+      if (!Number.isInteger(input.maxRetries) || input.maxRetries < 0 || input.maxRetries > 10) throw new BadUserInputError('maxRetries must be 0 to 10', 'maxRetries');
+      changes.maxRetries = input.maxRetries;
+    }
+    if (input.isActive !== undefined && input.isActive !== null) changes.isActive = input.isActive;
+    if (input.priority !== undefined && input.priority !== null) changes.priority = input.priority;
+    if (input.sorting !== undefined && input.sorting !== null) {
+      if (input.sorting < 0) throw new BadUserInputError('sorting must be 0 or more', 'sorting');
+      changes.sorting = input.sorting;
+    }
+    Object.assign(row, changes);
+  }
+}

@@ -1,0 +1,150 @@
+/**
+ * The trace of a run: the steps the agent loop records and the outcome it
+ * returns (behaviour.md §8, api.md `RunStep` / `AgentRun`).
+ *
+ * Each step carries only the fields that apply to its kind. Field names follow
+ * the GraphQL `RunStep` type where one exists; messages stay in the service's
+ * OpenAI shape (`ChatMessage`), exactly as they were sent.
+ */
+
+import type { ChatMessage, FinishReason } from '../../providers/adapters/types';
+
+export type RunStepKind = 'assembled' | 'context' | 'request' | 'llm' | 'tool' | 'end';
+
+export type RunOutcomeStatus = 'COMPLETED' | 'FAILED' | 'CANCELLED';
+
+/**
+ * Why a run ended:
+ * - `completed`: the model answered without asking for tools;
+ * - `max_iterations`: the rounds ran out while the model still asked for
+ *   tools; a last call without tools gave the answer (truncated);
+ * - `context_truncated`: the transcript did not fit the window even after
+ *   dropping turns; the model was not called (truncated);
+ * - `cancelled`: the run's signal fired;
+ * - `provider_failed`: a provider call failed;
+ * - `dry_run`: the messages were assembled and not sent;
+ * - `error`: anything else went wrong inside the service (e.g. recording a step).
+ */
+export type TerminationReason =
+  | 'completed'
+  | 'max_iterations'
+  | 'context_truncated'
+  | 'cancelled'
+  | 'provider_failed'
+  | 'dry_run'
+  | 'error';
+
+interface StepBase {
+  /** 0 for steps before the first round; the synthesis call after the cap has round `maxRounds + 1`. */
+  round: number;
+  /** Milliseconds, two decimals, monotonic clock: around the provider call (`llm`) or the tool (`tool`); 0 otherwise. */
+  durationMs: number;
+}
+
+/** Dry run only: the messages a live run would send first. */
+export interface AssembledStep extends StepBase {
+  kind: 'assembled';
+  messagesSent: ChatMessage[];
+}
+
+/** The budget breakdown of behaviour.md §7 for one call. */
+export interface ContextBudgetReport {
+  window: number;
+  reserve: number;
+  safety: number;
+  budget: number;
+  /** Calibrated estimate of what is sent (after any dropping). */
+  estimate: number;
+  droppedTurns: number;
+  /** The calibration factor used (≥ 1). */
+  calibration: number;
+  /** False: over budget even after dropping; the run stops with `context_truncated`. */
+  fits: boolean;
+}
+
+export interface ContextStep extends StepBase {
+  kind: 'context';
+  contextBudget: ContextBudgetReport;
+}
+
+export interface RequestStep extends StepBase {
+  kind: 'request';
+  messagesSent: ChatMessage[];
+  /** Names of the tools offered with this call; `[]` for none. */
+  toolsOffered: string[];
+}
+
+/** A tool call the model asked for, as api.md's `ToolCall`. */
+export interface RequestedToolCall {
+  id: string;
+  name: string;
+  /** The parsed arguments; the raw string when it is not valid JSON; `{}` when empty. */
+  arguments: unknown;
+}
+
+export interface LlmStep extends StepBase {
+  kind: 'llm';
+  content: string;
+  thinking: string | null;
+  finishReason: FinishReason;
+  /** The provider's own finish reason. */
+  rawFinishReason: string | null;
+  promptTokens: number;
+  completionTokens: number;
+  /** `promptTokens + completionTokens`. */
+  totalTokens: number;
+  /** US dollars; null when the model is unpriced. */
+  estimatedCost: number | null;
+  requestedToolCalls: RequestedToolCall[];
+  /** Settings the provider ignored; present only when there are some. */
+  warnings?: string[];
+  /** The decoded provider body; present only when raw capture was asked for. */
+  raw?: unknown;
+}
+
+export interface ToolStep extends StepBase {
+  kind: 'tool';
+  toolCallId: string;
+  toolName: string;
+  toolArguments: unknown;
+  /** Exactly what the model receives. */
+  toolResult: string;
+  toolIsError: boolean;
+}
+
+/** What a run ends with; also the payload of its `end` step. */
+export interface LoopOutcome {
+  status: RunOutcomeStatus;
+  terminationReason: TerminationReason;
+  /** Rounds (1..maxRounds) whose model call answered; the call after the cap is not counted. */
+  iterations: number;
+  /** True for `max_iterations` and `context_truncated`. */
+  truncated: boolean;
+  /** The answer of the call that ended the run (`completed`, `max_iterations`); null otherwise. */
+  finalContent: string | null;
+  /** Sums over every provider call that answered, the call after the cap included. */
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+  /** US dollars for the whole run; null when the model is unpriced. */
+  estimatedCost: number | null;
+  /** Safe to show: the provider error's message, or a generic text for internal errors. */
+  error: string | null;
+  /** The error's class name, e.g. `ProviderConnectionError`. */
+  errorClass: string | null;
+  dryRun: boolean;
+}
+
+/** The last step of every run, exactly one per run. */
+export interface EndStep extends StepBase, LoopOutcome {
+  kind: 'end';
+}
+
+export type RunStep = AssembledStep | ContextStep | RequestStep | LlmStep | ToolStep | EndStep;
+
+/** A piece of streamed output, forwarded live while a call streams. */
+export interface RunDelta {
+  kind: 'content' | 'thinking';
+  text: string;
+  round: number;
+}

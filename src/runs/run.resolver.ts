@@ -1,0 +1,100 @@
+import { Arg, Authorized, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root, Subscription, type SubscribeResolverData } from 'type-graphql';
+import { Role } from '../auth/roles';
+import { LlmConfiguration, toLlmConfiguration } from '../configurations/configuration.types';
+import type { GraphQLContext } from '../graphql/context';
+import { SubscriberLaggedError, UnauthenticatedError } from '../shared/errors';
+import type { RunDelta as EngineDelta } from './engine/run-step';
+import { AgentRun, RunDelta, RunStep, StartRunInput, ToolInfo, toAgentRun, toRunStep } from './run.types';
+import type { StoredStep } from './trace-bus';
+
+interface TraceArgs {
+  runId: string;
+  afterSequence?: number | null;
+}
+
+function requireCaller(context: GraphQLContext): void {
+  if (!context.caller) throw new UnauthenticatedError('Authentication required');
+}
+
+/** Errors travel as values through the source stream and are thrown here, so the client gets them as a GraphQL error. */
+function unwrap<T>(payload: T | SubscriberLaggedError): T {
+  if (payload instanceof SubscriberLaggedError) throw payload;
+  return payload;
+}
+
+@Resolver(() => AgentRun)
+export class RunResolver {
+  @Authorized(Role.VIEWER)
+  @Query(() => AgentRun, { nullable: true })
+  async run(@Ctx() { services }: GraphQLContext, @Arg('id', () => ID) id: string): Promise<AgentRun | null> {
+    const view = await services.runs.get(id);
+    return view ? toAgentRun(view) : null;
+  }
+
+  @Authorized(Role.VIEWER)
+  @Query(() => [AgentRun], { description: 'Newest first.' })
+  async runs(
+    @Ctx() { services }: GraphQLContext,
+    @Arg('limit', () => Int, { defaultValue: 20 }) limit = 20,
+    @Arg('offset', () => Int, { defaultValue: 0 }) offset = 0,
+  ): Promise<AgentRun[]> {
+    return (await services.runs.list(limit, offset)).map(toAgentRun);
+  }
+
+  @Authorized(Role.VIEWER)
+  @Query(() => [ToolInfo], { description: 'Tools a run can offer: name, description, JSON schema, enabled by default.' })
+  tools(@Ctx() { services }: GraphQLContext): ToolInfo[] {
+    return services.runs.toolRegistry.list();
+  }
+
+  @FieldResolver(() => [RunStep], { description: 'Stored steps after the given sequence; the last of a finished run is END.' })
+  async steps(@Root() run: AgentRun, @Ctx() { services }: GraphQLContext, @Arg('afterSequence', () => Int, { defaultValue: 0 }) afterSequence = 0): Promise<RunStep[]> {
+    return (await services.runs.steps(run.runUid, afterSequence)).map(toRunStep);
+  }
+
+  @FieldResolver(() => LlmConfiguration, { nullable: true })
+  async configuration(@Root() run: AgentRun, @Ctx() { services }: GraphQLContext): Promise<LlmConfiguration | null> {
+    const row = await services.configurations.findByUid(run.configurationUid);
+    return row ? toLlmConfiguration(row) : null;
+  }
+
+  @Authorized(Role.EDITOR)
+  @Mutation(() => AgentRun, { description: 'Starts a run and returns at once (QUEUED); watch it with runTrace.' })
+  async startRun(@Ctx() { services, caller }: GraphQLContext, @Arg('input', () => StartRunInput) input: StartRunInput): Promise<AgentRun> {
+    if (!caller) throw new UnauthenticatedError('Authentication required');
+    return toAgentRun(await services.runs.start(input, caller));
+  }
+
+  @Authorized(Role.EDITOR)
+  @Mutation(() => AgentRun, { description: 'Aborts the in-flight call or tool; the run ends CANCELLED with an END step.' })
+  async cancelRun(@Ctx() { services }: GraphQLContext, @Arg('id', () => ID) id: string): Promise<AgentRun> {
+    return toAgentRun(await services.runs.cancel(id));
+  }
+
+  @Subscription(() => RunStep, {
+    description:
+      'Replays the stored steps with sequence > afterSequence, then streams new ones live, with no gap and no duplicate; ends after the END step. A watcher that falls too far behind gets a SUBSCRIBER_LAGGED error naming the afterSequence to resubscribe with.',
+    subscribe: ({ args, context }: SubscribeResolverData<unknown, TraceArgs, GraphQLContext>) => {
+      requireCaller(context);
+      return context.services.runs.trace(args.runId, args.afterSequence ?? 0);
+    },
+  })
+  runTrace(
+    @Root() payload: StoredStep | SubscriberLaggedError,
+    @Arg('runId', () => ID) _runId: string,
+    @Arg('afterSequence', () => Int, { defaultValue: 0 }) _afterSequence: number,
+  ): RunStep {
+    return toRunStep(unwrap(payload));
+  }
+
+  @Subscription(() => RunDelta, {
+    description: 'Live content and thinking deltas while a run\'s model calls stream. Not stored and not replayed; ends with the run.',
+    subscribe: ({ args, context }: SubscribeResolverData<unknown, { runId: string }, GraphQLContext>) => {
+      requireCaller(context);
+      return context.services.runs.deltas(args.runId);
+    },
+  })
+  runDeltas(@Root() payload: EngineDelta | SubscriberLaggedError, @Arg('runId', () => ID) _runId: string): RunDelta {
+    return unwrap(payload);
+  }
+}

@@ -1,0 +1,390 @@
+/**
+ * Starts agent runs in the server, records their steps (persist, then
+ * publish), and serves their traces to watchers: replay from the table,
+ * then live, without gap or duplicate.
+ */
+import crypto from 'node:crypto';
+import { Role, roleAtLeast, type Caller } from '../auth/roles';
+import { buildCallOptions } from '../configurations/call-options';
+import type { ConfigurationEntity } from '../configurations/configuration.entity';
+import { effectiveSystemPromptOf, type ConfigurationService } from '../configurations/configuration.service';
+import { checkPage } from '../db/record-rules';
+import type { Logger } from '../logger';
+import { createChatAdapter } from '../providers/adapters/registry';
+import type { CallOptions, ChatAdapter } from '../providers/adapters/types';
+import type { ModelService } from '../providers/model.service';
+import type { ProviderService } from '../providers/provider.service';
+import { BadUserInputError, ForbiddenError, NotFoundError, SubscriberLaggedError } from '../shared/errors';
+import type { SkillService } from '../skills/skill.service';
+import type { SkillEntity } from '../skills/skill.entity';
+import { readJsonObject } from '../snippets/snippet-metadata';
+import type { SnippetService } from '../snippets/snippet.service';
+import type { AgentRunEntity } from './agent-run.entity';
+import { runAgentLoop, type AgentLoopInput } from './engine/agent-loop';
+import type { EndStep, RunDelta, RunStep } from './engine/run-step';
+import type { SkillInput } from './engine/skill-block';
+import { BoundedQueue } from './bounded-queue';
+import { RunStore } from './run-store';
+import type { ToolRegistry } from './tools/tool-registry';
+import type { StoredStep, TraceBus } from './trace-bus';
+
+export interface StartRunRequest {
+  configuration: string;
+  prompt: string;
+  tools?: string[] | null;
+  forcedSnippets?: string[] | null;
+  forcedSkills?: string[] | null;
+  systemPrompt?: string | null;
+  maxRounds?: number | null;
+  maxTokens?: number | null;
+  temperature?: number | null;
+  captureRaw?: boolean | null;
+  dryRun?: boolean | null;
+  /** Stream model output and publish deltas to `runDeltas` watchers. */
+  stream?: boolean | null;
+}
+
+/** A run as the API shows it: the row, plus what lives in its END step. */
+export interface RunView {
+  row: AgentRunEntity;
+  dryRun: boolean;
+  finalContent: string | null;
+  error: string | null;
+}
+
+export interface RunServiceOptions {
+  /** How many steps a live watcher may fall behind before it is told to resubscribe. */
+  watcherQueueSize: number;
+  /** Builds the adapter for a provider; tests swap in scripted ones. */
+  adapterFactory?: (settings: ReturnType<ProviderService['settingsFor']>) => ChatAdapter;
+}
+
+interface ActiveRun {
+  controller: AbortController;
+  dryRun: boolean;
+  done: Promise<void>;
+}
+
+export class RunService {
+  readonly store: RunStore;
+  private readonly active = new Map<string, ActiveRun>();
+
+  constructor(
+    dataSource: ConstructorParameters<typeof RunStore>[0],
+    private readonly configurations: ConfigurationService,
+    private readonly models: ModelService,
+    private readonly providers: ProviderService,
+    private readonly snippets: SnippetService,
+    private readonly skills: SkillService,
+    private readonly tools: ToolRegistry,
+    private readonly bus: TraceBus,
+    private readonly logger: Logger,
+    private readonly options: RunServiceOptions,
+  ) {
+    this.store = new RunStore(dataSource);
+  }
+
+  get toolRegistry(): ToolRegistry {
+    return this.tools;
+  }
+
+  /** Validates everything, stores the run as QUEUED, and starts the loop without waiting for it. */
+  async start(request: StartRunRequest, caller: Caller): Promise<RunView> {
+    const captureRaw = request.captureRaw === true;
+    if (captureRaw && !roleAtLeast(caller.role, Role.ADMIN)) {
+      throw new ForbiddenError('Raw capture keeps provider responses verbatim; only an ADMIN may ask for it', 'captureRaw');
+    }
+    const prompt = request.prompt ?? '';
+    if (prompt.trim() === '') throw new BadUserInputError('prompt is required', 'prompt');
+    if (Buffer.byteLength(prompt, 'utf8') > 1_000_000) throw new BadUserInputError('prompt must be at most 1 MB', 'prompt');
+    if (request.maxTokens != null && (!Number.isInteger(request.maxTokens) || request.maxTokens < 0)) {
+      throw new BadUserInputError('maxTokens must be a whole number ≥ 0', 'maxTokens');
+    }
+    if (request.temperature != null && (!Number.isFinite(request.temperature) || request.temperature < 0 || request.temperature > 2)) {
+      throw new BadUserInputError('temperature must be between 0 and 2', 'temperature');
+    }
+    if (request.maxRounds != null && !Number.isInteger(request.maxRounds)) throw new BadUserInputError('maxRounds must be a whole number (it is clamped to 1..20)', 'maxRounds');
+    if (request.tools) {
+      const unknown = this.tools.unknownNames(request.tools);
+      if (unknown.length > 0) {
+        throw new BadUserInputError(`Unknown tool(s): ${unknown.join(', ')}. The tools query lists what exists.`, 'tools');
+      }
+    }
+
+    const configuration = await this.configurations.findByIdentifier(request.configuration ?? '');
+    if (!configuration) throw new NotFoundError(`No configuration with identifier "${request.configuration}"`, 'configuration');
+    const forcedSnippets = request.forcedSnippets?.length ? await this.snippets.findManyByIdentifiers(request.forcedSnippets) : [];
+    const forcedSkills: SkillEntity[] = [];
+    for (const identifier of request.forcedSkills ?? []) {
+      const skill = await this.skills.findByIdentifier(identifier);
+      if (!skill) throw new NotFoundError(`No skill with identifier "${identifier}"`, 'forcedSkills');
+      forcedSkills.push(skill);
+    }
+    const dryRun = request.dryRun === true;
+    const model = configuration.modelUid ? (await this.models.findByUids([configuration.modelUid]))[0] ?? null : null;
+    if (!model && !dryRun) throw new BadUserInputError(`Configuration "${configuration.identifier}" has no model; set one with updateConfiguration`, 'configuration');
+    const provider = model ? (await this.providers.findByUids([model.providerUid]))[0] ?? null : null;
+    if (model && !provider && !dryRun) throw new BadUserInputError(`The model "${model.identifier}" has no provider; fix it with updateModel`, 'configuration');
+    if (provider && !provider.isActive && !dryRun) throw new BadUserInputError(`The provider "${provider.identifier}" is inactive`, 'configuration');
+
+    const [activeSnippets, skillMap, prices] = await Promise.all([
+      this.snippets.allActive(),
+      this.configurations.skillsByConfiguration([configuration.uid]),
+      model ? this.models.pricesFor(model) : Promise.resolve(null),
+    ]);
+
+    const overrides: Record<string, unknown> = {};
+    if (request.maxTokens != null) overrides.max_tokens = request.maxTokens;
+    if (request.temperature != null) overrides.temperature = request.temperature;
+    const callOptions = callOptionsFor(configuration, model, overrides);
+
+    const row = await this.store.createRun({ uuid: crypto.randomUUID(), configurationUid: configuration.uid, configurationIdentifier: configuration.identifier });
+    const controller = new AbortController();
+    const settings = provider ? this.providers.settingsFor(provider) : null;
+    const adapter: ChatAdapter = settings ? (this.options.adapterFactory ?? ((s) => createChatAdapter(s, { logger: this.logger })))(settings) : unusableAdapter;
+
+    const loopInput: AgentLoopInput = {
+      adapter,
+      model: { contextLength: model?.contextLength ?? 0, maxOutputTokens: model?.maxOutputTokens ?? 0, prices: prices && (prices.costInput > 0 || prices.costOutput > 0 || prices.costCacheRead != null || prices.costCacheWrite != null || prices.costReasoning != null) ? prices : null },
+      callOptions,
+      systemPrompt: effectiveSystemPromptOf(configuration, activeSnippets, request.systemPrompt),
+      forcedSnippets: forcedSnippets.map((s) => ({ identifier: s.identifier, name: s.name, snippet: s.snippet })),
+      configurationSkills: (skillMap.get(configuration.uid) ?? []).map(toSkillInput),
+      forcedSkills: forcedSkills.map(toSkillInput),
+      prompt,
+      tools: { registry: this.tools, allowList: request.tools ?? undefined },
+      maxRounds: request.maxRounds ?? undefined,
+      captureRaw,
+      dryRun,
+      signal: controller.signal,
+      stream: request.stream === true,
+    };
+
+    const done = this.execute(row, loopInput).finally(() => this.active.delete(row.uuid));
+    this.active.set(row.uuid, { controller, dryRun, done });
+    this.logger.info({ runId: row.uuid, configuration: configuration.identifier, dryRun, by: caller.name }, 'run started');
+    return { row, dryRun, finalContent: null, error: null };
+  }
+
+  private async execute(row: AgentRunEntity, input: AgentLoopInput): Promise<void> {
+    // Let startRun answer before the first step is written.
+    await new Promise((resolve) => setImmediate(resolve));
+    let sequence = 0;
+    try {
+      await this.store.markRunning(row.uid);
+      const outcome = await runAgentLoop(input, {
+        recordStep: async (step: RunStep) => {
+          sequence += 1;
+          // Persist, then publish: a watcher that arrives late reads what it missed from the table.
+          const stored = await this.store.appendStep(row.uid, sequence, step);
+          this.bus.publish(row.uuid, { type: 'step', step: stored });
+        },
+        onDelta: (delta: RunDelta) => this.bus.publish(row.uuid, { type: 'delta', delta }),
+        logger: { warn: (obj, msg) => this.logger.warn({ runId: row.uuid, ...obj }, msg), error: (obj, msg) => this.logger.error({ runId: row.uuid, ...obj }, msg) },
+      });
+      this.logger.info({ runId: row.uuid, status: outcome.status, reason: outcome.terminationReason, tokens: outcome.totalTokens }, 'run finished');
+    } catch (error) {
+      // The loop records its own END; this is only reached when storing failed.
+      this.logger.error({ err: error, runId: row.uuid }, 'run failed outside the loop');
+      await this.closeAsFailed(row, sequence, 'error', 'The run stopped because of an internal error.').catch((closeError: unknown) =>
+        this.logger.error({ err: closeError, runId: row.uuid }, 'could not close a failed run'),
+      );
+    }
+  }
+
+  /** Aborts the in-flight provider call or tool; the loop then ends the run CANCELLED with an END step. */
+  async cancel(uuid: string): Promise<RunView> {
+    const row = await this.store.findRun(uuid);
+    if (!row) throw new NotFoundError(`No run with id "${uuid}"`, 'id');
+    const active = this.active.get(uuid);
+    if (active) {
+      active.controller.abort();
+      await active.done;
+    }
+    return this.view((await this.store.findRun(uuid)) ?? row);
+  }
+
+  async get(uuid: string): Promise<RunView | null> {
+    const row = await this.store.findRun(uuid);
+    return row ? this.view(row) : null;
+  }
+
+  async list(limit: number, offset: number): Promise<RunView[]> {
+    checkPage({ limit, offset });
+    const rows = await this.store.listRuns(limit, offset);
+    const ends = await this.store.endStepsOf(rows.map((r) => r.uid));
+    return rows.map((row) => this.viewWith(row, ends.get(row.uid) ?? null));
+  }
+
+  async steps(runUid: number, afterSequence: number): Promise<StoredStep[]> {
+    return this.store.stepsAfter(runUid, afterSequence);
+  }
+
+  /** Waits for every run of this process to finish (graceful shutdown, tests). */
+  async drain(cancel: boolean): Promise<void> {
+    const runs = [...this.active.values()];
+    if (cancel) for (const run of runs) run.controller.abort();
+    await Promise.allSettled(runs.map((run) => run.done));
+  }
+
+  /** A run left RUNNING or QUEUED by a process that died is FAILED, reason `interrupted`, with an END step. */
+  async recoverInterrupted(): Promise<number> {
+    const rows = await this.store.unfinishedRuns();
+    for (const row of rows) {
+      if (this.active.has(row.uuid)) continue;
+      await this.closeAsFailed(row, await this.store.lastSequence(row.uid), 'interrupted', 'The server stopped while this run was in progress.');
+      this.logger.warn({ runId: row.uuid }, 'marked an interrupted run as failed');
+    }
+    return rows.length;
+  }
+
+  /**
+   * The trace of a run: stored steps after `afterSequence`, then live ones.
+   * The live listener is attached before the table is read, so nothing falls
+   * between the two; sequence numbers drop duplicates and reveal gaps, which
+   * are filled from the table.
+   */
+  async *trace(uuid: string, afterSequence: number): AsyncGenerator<StoredStep | SubscriberLaggedError> {
+    const row = await this.store.findRun(uuid);
+    if (!row) throw new NotFoundError(`No run with id "${uuid}"`, 'runId');
+    const queue = new BoundedQueue<StoredStep>(this.options.watcherQueueSize);
+    const unsubscribe = this.bus.subscribe(uuid, (message) => {
+      if (message.type === 'step') queue.push(message.step);
+    });
+    let last = Math.max(0, afterSequence);
+    try {
+      for (const step of await this.store.stepsAfter(row.uid, last)) {
+        yield step;
+        last = step.sequence;
+        if (step.kind === 'end') return;
+      }
+      for (;;) {
+        const next = await queue.next();
+        if (next.done) {
+          if (queue.hasOverflowed) yield lagged(last);
+          return;
+        }
+        const step = next.value;
+        if (step.sequence <= last) continue;
+        if (step.sequence > last + 1) {
+          for (const missed of await this.store.stepsAfter(row.uid, last)) {
+            if (missed.sequence >= step.sequence) break;
+            yield missed;
+            last = missed.sequence;
+          }
+        }
+        yield step;
+        last = step.sequence;
+        if (step.kind === 'end') return;
+      }
+    } finally {
+      unsubscribe();
+      queue.close();
+    }
+  }
+
+  /** Live content/thinking deltas of a running run; not stored, so there is nothing to replay. Ends with the run. */
+  async *deltas(uuid: string): AsyncGenerator<RunDelta | SubscriberLaggedError> {
+    const row = await this.store.findRun(uuid);
+    if (!row) throw new NotFoundError(`No run with id "${uuid}"`, 'runId');
+    if (!this.active.has(uuid) && row.status !== 'QUEUED' && row.status !== 'RUNNING') return;
+    const queue = new BoundedQueue<RunDelta | null>(this.options.watcherQueueSize * 16);
+    const unsubscribe = this.bus.subscribe(uuid, (message) => {
+      if (message.type === 'delta') queue.push(message.delta);
+      else if (message.step.kind === 'end') queue.push(null);
+    });
+    try {
+      for (;;) {
+        const next = await queue.next();
+        if (next.done) {
+          if (queue.hasOverflowed) yield new SubscriberLaggedError('You fell behind the live output; the stored steps (run.steps or runTrace) hold every finished call.');
+          return;
+        }
+        if (next.value === null) return;
+        yield next.value;
+      }
+    } finally {
+      unsubscribe();
+      queue.close();
+    }
+  }
+
+  view(row: AgentRunEntity): Promise<RunView> {
+    return this.store.endStepsOf([row.uid]).then((ends) => this.viewWith(row, ends.get(row.uid) ?? null));
+  }
+
+  private viewWith(row: AgentRunEntity, end: StoredStep | null): RunView {
+    const active = this.active.get(row.uuid);
+    return {
+      row,
+      dryRun: active?.dryRun ?? end?.dryRun === true,
+      finalContent: typeof end?.finalContent === 'string' ? end.finalContent : null,
+      error: typeof end?.error === 'string' ? end.error : null,
+    };
+  }
+
+  private async closeAsFailed(row: AgentRunEntity, lastSequence: number, reason: string, error: string): Promise<void> {
+    const end = {
+      kind: 'end',
+      round: 0,
+      durationMs: 0,
+      status: 'FAILED',
+      // `interrupted` and `error` end runs outside the loop, so the loop's own reason type does not list them.
+      terminationReason: reason,
+      iterations: row.iterations,
+      truncated: row.truncated,
+      finalContent: null,
+      promptTokens: row.totalPromptTokens,
+      completionTokens: row.totalCompletionTokens,
+      totalTokens: row.totalTokens,
+      estimatedCost: row.estimatedCost,
+      error,
+      errorClass: reason === 'interrupted' ? 'Interrupted' : 'InternalError',
+      dryRun: false,
+    } as unknown as EndStep;
+    const stored = await this.store.appendStep(row.uid, lastSequence + 1, end);
+    this.bus.publish(row.uuid, { type: 'step', step: stored });
+  }
+}
+
+function lagged(lastSequence: number): SubscriberLaggedError {
+  return new SubscriberLaggedError(
+    `You fell too far behind the live trace; resubscribe with afterSequence: ${lastSequence} to continue without a gap.`,
+    'afterSequence',
+  );
+}
+
+function toSkillInput(skill: SkillEntity): SkillInput {
+  return { identifier: skill.identifier, name: skill.name, body: skill.body, bodyChecksum: skill.bodyChecksum, enabled: skill.enabled, orphaned: skill.orphaned };
+}
+
+/** behaviour.md §5 without the system prompt, which the loop sends as message 0. */
+function callOptionsFor(configuration: ConfigurationEntity, model: { modelId: string; defaultTimeout: number; maxOutputTokens: number } | null, overrides: Record<string, unknown>): CallOptions {
+  const { system_prompt: _systemPrompt, ...options } = buildCallOptions({
+    configuration: {
+      temperature: configuration.temperature,
+      topP: configuration.topP,
+      frequencyPenalty: configuration.frequencyPenalty,
+      presencePenalty: configuration.presencePenalty,
+      maxTokens: configuration.maxTokens,
+      systemPrompt: '',
+      timeout: configuration.timeout,
+      options: readJsonObject(configuration.options),
+    },
+    model,
+    overrides,
+    snippetBlock: '',
+  });
+  return { ...options, model: typeof options.model === 'string' ? options.model : (model?.modelId ?? '') } as CallOptions;
+}
+
+
+/** Used only for a dry run of a configuration without a model: the loop never calls it. */
+const unusableAdapter: ChatAdapter = {
+  adapterType: 'custom',
+  chat: () => Promise.reject(new Error('no model configured')),
+  // eslint-disable-next-line require-yield
+  stream: async function* () {
+    throw new Error('no model configured');
+  },
+};

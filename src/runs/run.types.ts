@@ -1,0 +1,210 @@
+import { Field, Float, ID, InputType, Int, ObjectType, registerEnumType } from 'type-graphql';
+import { JSONScalar, DateTimeScalar } from '../graphql/scalars';
+import type { ChatMessage as WireMessage } from '../providers/adapters/types';
+import { fromUnix } from '../shared/time';
+import type { RunView } from './run.service';
+import type { StoredStep } from './trace-bus';
+
+export enum RunStatus {
+  QUEUED = 'QUEUED',
+  RUNNING = 'RUNNING',
+  COMPLETED = 'COMPLETED',
+  FAILED = 'FAILED',
+  CANCELLED = 'CANCELLED',
+}
+registerEnumType(RunStatus, { name: 'RunStatus' });
+
+export enum RunStepKind {
+  ASSEMBLED = 'ASSEMBLED',
+  CONTEXT = 'CONTEXT',
+  REQUEST = 'REQUEST',
+  LLM = 'LLM',
+  TOOL = 'TOOL',
+  END = 'END',
+}
+registerEnumType(RunStepKind, { name: 'RunStepKind' });
+
+@ObjectType()
+export class ToolCall {
+  @Field() id!: string;
+  @Field() name!: string;
+  @Field(() => JSONScalar) arguments!: unknown;
+}
+
+@ObjectType({ description: 'A message as sent to the model (OpenAI-shaped).' })
+export class ChatMessage {
+  @Field() role!: string;
+  @Field(() => String, { nullable: true }) content!: string | null;
+  @Field(() => [ToolCall], { nullable: true }) toolCalls!: ToolCall[] | null;
+  @Field(() => String, { nullable: true }) toolCallId!: string | null;
+}
+
+@ObjectType({ description: 'One stored step of a run trace. Only the fields that apply to its kind are set.' })
+export class RunStep {
+  @Field(() => Int, { description: '1, 2, 3, … per run, no gaps.' }) sequence!: number;
+  @Field(() => RunStepKind) kind!: RunStepKind;
+  @Field(() => Int) round!: number;
+  @Field(() => Float) durationMs!: number;
+  @Field(() => [ChatMessage], { nullable: true }) messagesSent!: ChatMessage[] | null;
+  @Field(() => [String], { nullable: true }) toolsOffered!: string[] | null;
+  @Field(() => String, { nullable: true }) content!: string | null;
+  @Field(() => String, { nullable: true }) thinking!: string | null;
+  @Field(() => String, { nullable: true }) finishReason!: string | null;
+  @Field(() => String, { nullable: true, description: 'The provider\'s own finish reason.' }) rawFinishReason!: string | null;
+  @Field(() => Int, { nullable: true }) promptTokens!: number | null;
+  @Field(() => Int, { nullable: true }) completionTokens!: number | null;
+  @Field(() => Int, { nullable: true }) totalTokens!: number | null;
+  @Field(() => Float, { nullable: true }) estimatedCost!: number | null;
+  @Field(() => [ToolCall], { nullable: true }) requestedToolCalls!: ToolCall[] | null;
+  @Field(() => [String], { nullable: true, description: 'Settings the provider ignored.' }) warnings!: string[] | null;
+  @Field(() => JSONScalar, { nullable: true, description: 'LLM steps with raw capture only.' }) raw!: unknown;
+  @Field(() => String, { nullable: true }) toolCallId!: string | null;
+  @Field(() => String, { nullable: true }) toolName!: string | null;
+  @Field(() => JSONScalar, { nullable: true }) toolArguments!: unknown;
+  @Field(() => String, { nullable: true }) toolResult!: string | null;
+  @Field(() => Boolean, { nullable: true }) toolIsError!: boolean | null;
+  @Field(() => JSONScalar, { nullable: true }) contextBudget!: unknown;
+  @Field(() => RunStatus, { nullable: true }) status!: RunStatus | null;
+  @Field(() => String, { nullable: true }) terminationReason!: string | null;
+  @Field(() => String, { nullable: true }) error!: string | null;
+}
+
+function wireToMessage(message: WireMessage): ChatMessage {
+  switch (message.role) {
+    case 'assistant':
+      return {
+        role: 'assistant',
+        content: message.content,
+        toolCalls: message.tool_calls?.map((call) => ({ id: call.id, name: call.function.name, arguments: parseArguments(call.function.arguments) })) ?? null,
+        toolCallId: null,
+      };
+    case 'tool':
+      return { role: 'tool', content: message.content, toolCalls: null, toolCallId: message.tool_call_id };
+    default:
+      return { role: message.role, content: message.content, toolCalls: null, toolCallId: null };
+  }
+}
+
+function parseArguments(text: string): unknown {
+  try {
+    return JSON.parse(text || '{}');
+  } catch {
+    return text;
+  }
+}
+
+const str = (value: unknown): string | null => (typeof value === 'string' ? value : null);
+const num = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) ? value : null);
+
+/** Maps a stored step to the API shape; tolerant of payloads written by other versions. */
+export function toRunStep(step: StoredStep): RunStep {
+  const kind = String(step.kind).toUpperCase() as RunStepKind;
+  const messages = Array.isArray(step.messagesSent) ? (step.messagesSent as WireMessage[]).map(wireToMessage) : null;
+  const calls = Array.isArray(step.requestedToolCalls) ? (step.requestedToolCalls as ToolCall[]) : null;
+  return {
+    sequence: step.sequence,
+    kind: Object.values(RunStepKind).includes(kind) ? kind : RunStepKind.END,
+    round: step.round,
+    durationMs: step.durationMs,
+    messagesSent: messages,
+    toolsOffered: Array.isArray(step.toolsOffered) ? (step.toolsOffered as string[]) : null,
+    content: str(step.content) ?? (kind === RunStepKind.END ? str(step.finalContent) : null),
+    thinking: str(step.thinking),
+    finishReason: str(step.finishReason),
+    rawFinishReason: str(step.rawFinishReason),
+    promptTokens: num(step.promptTokens),
+    completionTokens: num(step.completionTokens),
+    totalTokens: num(step.totalTokens),
+    estimatedCost: num(step.estimatedCost),
+    requestedToolCalls: calls,
+    warnings: Array.isArray(step.warnings) ? (step.warnings as string[]) : null,
+    raw: step.raw ?? null,
+    toolCallId: str(step.toolCallId),
+    toolName: str(step.toolName),
+    toolArguments: step.toolArguments ?? null,
+    toolResult: str(step.toolResult),
+    toolIsError: typeof step.toolIsError === 'boolean' ? step.toolIsError : null,
+    contextBudget: step.contextBudget ?? null,
+    status: kind === RunStepKind.END ? (str(step.status) as RunStatus | null) : null,
+    terminationReason: str(step.terminationReason),
+    error: str(step.error),
+  };
+}
+
+@ObjectType({ description: 'An agent run. Its steps are the stored trace.' })
+export class AgentRun {
+  @Field(() => ID, { description: 'uuid' }) id!: string;
+  @Field(() => RunStatus) status!: RunStatus;
+  @Field(() => String, { nullable: true, description: 'completed, max_iterations, context_truncated, cancelled, provider_failed, dry_run, interrupted, error' })
+  terminationReason!: string | null;
+  @Field() dryRun!: boolean;
+  @Field(() => String, { nullable: true }) configurationIdentifier!: string | null;
+  @Field(() => Int) iterations!: number;
+  @Field() truncated!: boolean;
+  @Field(() => String, { nullable: true }) finalContent!: string | null;
+  @Field(() => Int) promptTokens!: number;
+  @Field(() => Int) completionTokens!: number;
+  @Field(() => Int) totalTokens!: number;
+  @Field(() => Float, { nullable: true, description: 'US dollars; null when the model is unpriced.' }) estimatedCost!: number | null;
+  @Field(() => String, { nullable: true }) error!: string | null;
+  @Field(() => DateTimeScalar, { nullable: true }) startedAt!: Date | null;
+  @Field(() => DateTimeScalar, { nullable: true }) finishedAt!: Date | null;
+  @Field(() => DateTimeScalar) createdAt!: Date;
+  runUid!: number;
+  configurationUid!: number;
+}
+
+export function toAgentRun(view: RunView): AgentRun {
+  const { row } = view;
+  return {
+    id: row.uuid,
+    status: (Object.values(RunStatus) as string[]).includes(row.status) ? (row.status as RunStatus) : RunStatus.FAILED,
+    terminationReason: row.terminationReason || null,
+    dryRun: view.dryRun,
+    configurationIdentifier: row.configurationIdentifier || null,
+    iterations: row.iterations,
+    truncated: row.truncated,
+    finalContent: view.finalContent,
+    promptTokens: row.totalPromptTokens,
+    completionTokens: row.totalCompletionTokens,
+    totalTokens: row.totalTokens,
+    estimatedCost: row.estimatedCost,
+    error: view.error,
+    startedAt: row.startedAt ? fromUnix(row.startedAt) : null,
+    finishedAt: row.finishedAt ? fromUnix(row.finishedAt) : null,
+    createdAt: fromUnix(row.crdate),
+    runUid: row.uid,
+    configurationUid: row.configurationUid,
+  };
+}
+
+@ObjectType({ description: 'A live piece of model output while a call streams. Not stored: the LLM step holds the final text.' })
+export class RunDelta {
+  @Field({ description: 'content or thinking' }) kind!: string;
+  @Field() text!: string;
+  @Field(() => Int) round!: number;
+}
+
+@ObjectType({ description: 'A tool the agent loop can offer.' })
+export class ToolInfo {
+  @Field() name!: string;
+  @Field() description!: string;
+  @Field(() => JSONScalar, { description: 'JSON schema of the arguments.' }) parameters!: Record<string, unknown>;
+  @Field() enabledByDefault!: boolean;
+}
+
+@InputType()
+export class StartRunInput {
+  @Field({ description: 'Configuration identifier.' }) configuration!: string;
+  @Field() prompt!: string;
+  @Field(() => [String], { nullable: true, description: 'Allow-list: absent = the tools enabled by default; [] = none.' }) tools?: string[] | null;
+  @Field(() => [String], { nullable: true, description: 'Snippet identifiers sent as extra leading system messages.' }) forcedSnippets?: string[] | null;
+  @Field(() => [String], { nullable: true, description: 'Skill identifiers injected after the configuration\'s.' }) forcedSkills?: string[] | null;
+  @Field(() => String, { nullable: true, description: 'Replaces the configuration\'s prompt; the snippet block is still appended.' }) systemPrompt?: string | null;
+  @Field(() => Int, { nullable: true, description: 'Default 5, clamped to 1..20.' }) maxRounds?: number | null;
+  @Field(() => Int, { nullable: true }) maxTokens?: number | null;
+  @Field(() => Float, { nullable: true }) temperature?: number | null;
+  @Field({ defaultValue: false, description: 'Keep raw provider responses on LLM steps (ADMIN only).' }) captureRaw!: boolean;
+  @Field({ defaultValue: false, description: 'Assemble and record the messages; call no provider.' }) dryRun!: boolean;
+  @Field({ defaultValue: true, description: 'Stream model output and publish it on runDeltas.' }) stream!: boolean;
+}

@@ -1,0 +1,120 @@
+/**
+ * Carries stored run steps and live deltas to watchers: in-process by default,
+ * through Redis when several instances share one database (REDIS_URL).
+ * The bus never holds history — the event table does; a watcher that missed
+ * something reads it from there.
+ */
+import Redis from 'ioredis';
+import type { Logger } from '../logger';
+import type { RunDelta } from './engine/run-step';
+
+/** A step as stored: the engine's step plus its sequence number. */
+export interface StoredStep {
+  sequence: number;
+  kind: string;
+  round: number;
+  durationMs: number;
+  [field: string]: unknown;
+}
+
+export type BusMessage = { type: 'step'; step: StoredStep } | { type: 'delta'; delta: RunDelta };
+
+export type BusListener = (message: BusMessage) => void;
+
+export interface TraceBus {
+  publish(runId: string, message: BusMessage): void;
+  subscribe(runId: string, listener: BusListener): () => void;
+  close(): Promise<void>;
+}
+
+class ListenerTable {
+  private readonly listeners = new Map<string, Set<BusListener>>();
+
+  add(runId: string, listener: BusListener): boolean {
+    let set = this.listeners.get(runId);
+    const first = !set;
+    if (!set) this.listeners.set(runId, (set = new Set()));
+    set.add(listener);
+    return first;
+  }
+
+  /** Returns true when the run has no listener left. */
+  remove(runId: string, listener: BusListener): boolean {
+    const set = this.listeners.get(runId);
+    if (!set) return false;
+    set.delete(listener);
+    if (set.size > 0) return false;
+    this.listeners.delete(runId);
+    return true;
+  }
+
+  deliver(runId: string, message: BusMessage): void {
+    const set = this.listeners.get(runId);
+    if (!set) return;
+    for (const listener of [...set]) listener(message);
+  }
+}
+
+export class InProcessTraceBus implements TraceBus {
+  private readonly table = new ListenerTable();
+
+  publish(runId: string, message: BusMessage): void {
+    this.table.deliver(runId, message);
+  }
+
+  subscribe(runId: string, listener: BusListener): () => void {
+    this.table.add(runId, listener);
+    return () => void this.table.remove(runId, listener);
+  }
+
+  async close(): Promise<void> {}
+}
+
+const CHANNEL_PREFIX = 'promptwire:run:';
+
+export class RedisTraceBus implements TraceBus {
+  private readonly table = new ListenerTable();
+  private readonly publisher: Redis;
+  private readonly subscriber: Redis;
+
+  constructor(
+    url: string,
+    private readonly logger: Logger,
+  ) {
+    this.publisher = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 3 });
+    this.subscriber = new Redis(url, { lazyConnect: false });
+    this.subscriber.on('message', (channel: string, payload: string) => {
+      try {
+        this.table.deliver(channel.slice(CHANNEL_PREFIX.length), JSON.parse(payload) as BusMessage);
+      } catch (error) {
+        this.logger.warn({ err: error }, 'dropped an unreadable trace message from Redis');
+      }
+    });
+    for (const client of [this.publisher, this.subscriber]) {
+      client.on('error', (error: Error) => this.logger.warn({ err: error.message }, 'Redis trace bus error'));
+    }
+  }
+
+  async ready(): Promise<void> {
+    await Promise.all([this.publisher.ping(), this.subscriber.ping()]);
+  }
+
+  publish(runId: string, message: BusMessage): void {
+    this.publisher.publish(CHANNEL_PREFIX + runId, JSON.stringify(message)).catch((error: unknown) => {
+      // Watchers fill any gap from the event table on the next step or on resubscribe.
+      this.logger.warn({ err: error, runId }, 'could not publish a trace message to Redis');
+    });
+  }
+
+  subscribe(runId: string, listener: BusListener): () => void {
+    if (this.table.add(runId, listener)) void this.subscriber.subscribe(CHANNEL_PREFIX + runId);
+    return () => {
+      if (this.table.remove(runId, listener)) void this.subscriber.unsubscribe(CHANNEL_PREFIX + runId);
+    };
+  }
+
+  async close(): Promise<void> {
+    this.publisher.disconnect();
+    this.subscriber.disconnect();
+  }
+}

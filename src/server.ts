@@ -1,0 +1,275 @@
+/**
+ * createServer(config) → { url, stop }: one node:http server carrying GraphQL
+ * over HTTP (Apollo, mounted directly for speed), graphql-ws subscriptions on
+ * the same path, and the health endpoints. Used by main.ts and by the tests.
+ */
+import crypto from 'node:crypto';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ApolloServer, HeaderMap, type ApolloServerPlugin, type HTTPGraphQLRequest } from '@apollo/server';
+import { ApolloServerPluginCacheControlDisabled } from '@apollo/server/plugin/disabled';
+import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
+import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
+import { type GraphQLSchema, validate as validateDocument, specifiedRules, type ValidationRule } from 'graphql';
+import { useServer } from 'graphql-ws/use/ws';
+import { WebSocketServer } from 'ws';
+import type { Caller } from './auth/roles';
+import type { AppConfig } from './config';
+import { createDataSource } from './db/data-source';
+import { checkSharedSchema } from './db/shared-schema';
+import type { GraphQLContext } from './graphql/context';
+import { createErrorFormatter } from './graphql/format-error';
+import { createLoaders } from './graphql/loaders';
+import { buildAppSchema } from './graphql/schema';
+import { HttpError, readBody } from './http-body';
+import { createLogger, type Logger } from './logger';
+import { RunService, type RunServiceOptions } from './runs/run.service';
+import { createDatabaseSnippetSource } from './runs/database-snippet-source';
+import { createBuiltinToolRegistry } from './runs/tools/builtin-tools';
+import { InProcessTraceBus, RedisTraceBus, type TraceBus } from './runs/trace-bus';
+import { seedExamples } from './seed';
+import { createCoreServices, type Services } from './services';
+import { loadOrCreateKeyFile, SecretBox } from './shared/secret-box';
+
+export interface ServerOptions {
+  logger?: Logger;
+  /** Called for every SQL statement (tests count queries with it). */
+  onQuery?: (sql: string) => void;
+  runs?: Partial<RunServiceOptions>;
+  /** Receives the generated bootstrap administrator token (printed once by main.ts). */
+  onBootstrapToken?: (token: string) => void;
+}
+
+export interface RunningServer {
+  url: string;
+  wsUrl: string;
+  port: number;
+  services: Services;
+  logger: Logger;
+  stop(): Promise<void>;
+}
+
+let cachedSchema: Promise<GraphQLSchema> | null = null;
+
+/** Type-graphql's metadata is global, so the schema is built once per process. */
+export function getSchema(): Promise<GraphQLSchema> {
+  return (cachedSchema ??= buildAppSchema());
+}
+
+export async function createServer(config: AppConfig, options: ServerOptions = {}): Promise<RunningServer> {
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const { dataSource, dialect } = await createDataSource({ database: config.database, schemaMode: config.schemaMode, onQuery: options.onQuery });
+  let bus: TraceBus | null = null;
+  try {
+    if (config.schemaMode === 'shared') await checkSharedSchema(dataSource);
+    if (config.runMigrations) {
+      const applied = await dataSource.runMigrations({ transaction: 'each' });
+      if (applied.length > 0) logger.info({ migrations: applied.map((m) => m.name) }, 'applied migrations');
+    }
+
+    const secretKey = config.secretKey ?? (config.database.kind === 'sqlite' ? loadOrCreateKeyFile(config.database.dataDirectory) : null);
+    if (!secretKey) throw new Error('SECRET_KEY is required');
+    const core = createCoreServices(dataSource, dialect, config, new SecretBox(secretKey), logger);
+
+    if (config.redisUrl) {
+      const redisBus = new RedisTraceBus(config.redisUrl, logger);
+      bus = redisBus;
+      await redisBus.ready();
+    } else {
+      bus = new InProcessTraceBus();
+    }
+    const runs = new RunService(
+      dataSource,
+      core.configurations,
+      core.models,
+      core.providers,
+      core.snippets,
+      core.skills,
+      createBuiltinToolRegistry(createDatabaseSnippetSource(core.snippets)),
+      bus,
+      logger,
+      { watcherQueueSize: 256, ...options.runs },
+    );
+    const services: Services = { ...core, runs };
+
+    const generated = await core.tokens.bootstrap(config.adminToken);
+    if (generated) options.onBootstrapToken?.(generated);
+    if (config.seedExamples && (await seedExamples(services))) logger.info('seeded the example data set into the empty database');
+    await runs.recoverInterrupted();
+
+    return await listen(config, services, logger, bus, options);
+  } catch (error) {
+    await bus?.close();
+    await dataSource.destroy().catch(() => undefined);
+    throw error;
+  }
+}
+
+async function listen(config: AppConfig, services: Services, logger: Logger, bus: TraceBus, options: ServerOptions): Promise<RunningServer> {
+  const schema = await getSchema();
+  const validationRules: ValidationRule[] = [maxDepthRule({ n: config.maxQueryDepth, ignoreIntrospection: true, exposeLimits: true, onReject: [], propagateOnRejection: true })];
+  const httpServer = http.createServer();
+  const authenticate = async (authorization: unknown): Promise<{ caller: Caller | null; authProblem: string | null }> => {
+    const header = typeof authorization === 'string' ? authorization.trim() : '';
+    if (header === '') return { caller: null, authProblem: null };
+    const token = header.replace(/^Bearer\s+/i, '');
+    const caller = await services.tokens.authenticate(token);
+    return { caller, authProblem: caller ? null : 'The token is not valid (unknown or revoked)' };
+  };
+  const contextFor = async (authorization: unknown, requestId: string): Promise<GraphQLContext> => ({
+    ...(await authenticate(authorization)),
+    services,
+    loaders: createLoaders(services),
+    logger,
+    requestId,
+  });
+
+  const wsServer = new WebSocketServer({ server: httpServer, path: '/graphql', maxPayload: config.bodyLimitBytes });
+  const wsCleanup = useServer<Record<string, unknown>, { context?: GraphQLContext }>(
+    {
+      schema,
+      onConnect: async (ctx) => {
+        const { caller } = await authenticate(ctx.connectionParams?.authorization);
+        if (!caller) return false; // graphql-ws closes with 4403 Forbidden
+        ctx.extra.context = await contextFor(ctx.connectionParams?.authorization, crypto.randomUUID());
+        return true;
+      },
+      context: (ctx) => ({ ...(ctx.extra.context as GraphQLContext), loaders: createLoaders(services) }),
+      // The same depth limit as over HTTP.
+      validate: (s, document) => validateDocument(s, document, [...specifiedRules, ...validationRules]),
+    },
+    wsServer,
+  );
+
+  const apollo = new ApolloServer<GraphQLContext>({
+    schema,
+    introspection: config.introspection,
+    csrfPrevention: true,
+    includeStacktraceInErrorResponses: false,
+    validationRules,
+    formatError: createErrorFormatter(logger),
+    plugins: [
+      ApolloServerPluginCacheControlDisabled(),
+      ApolloServerPluginDrainHttpServer({ httpServer }),
+      {
+        async serverWillStart() {
+          return { drainServer: async () => wsCleanup.dispose() };
+        },
+      },
+      jsonClientStatusPlugin(),
+    ],
+  });
+  await apollo.start();
+
+  httpServer.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    const requestId = (typeof request.headers['x-request-id'] === 'string' && request.headers['x-request-id'].slice(0, 100)) || crypto.randomUUID();
+    response.setHeader('x-request-id', requestId);
+    handle(request, response, requestId).catch((error: unknown) => {
+      logger.error({ err: error, requestId }, 'request failed');
+      if (!response.headersSent) sendJson(response, 500, { errors: [{ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } }] });
+      else response.end();
+    });
+  });
+
+  async function handle(request: IncomingMessage, response: ServerResponse, requestId: string): Promise<void> {
+    const url = new URL(request.url ?? '/', 'http://localhost');
+    if (url.pathname === '/healthz') return sendJson(response, 200, { status: 'ok' });
+    if (url.pathname === '/readyz') {
+      try {
+        await services.dataSource.query('SELECT 1');
+        return sendJson(response, 200, { status: 'ready' });
+      } catch {
+        return sendJson(response, 503, { status: 'database unavailable' });
+      }
+    }
+    if (url.pathname !== '/graphql') return sendJson(response, 404, { error: 'Not found. GraphQL is served at /graphql.' });
+
+    const headers = new HeaderMap();
+    for (const [key, value] of Object.entries(request.headers)) {
+      if (value !== undefined) headers.set(key, Array.isArray(value) ? value.join(', ') : value);
+    }
+    let body: unknown = undefined;
+    if (request.method === 'POST') {
+      let text: string;
+      try {
+        text = await readBody(request, config.bodyLimitBytes);
+      } catch (error) {
+        if (error instanceof HttpError) return sendJson(response, error.status, { errors: [{ message: error.message, extensions: { code: 'BAD_REQUEST' } }] });
+        throw error;
+      }
+      const contentType = headers.get('content-type') ?? '';
+      if (/application\/(graphql-response\+)?json/i.test(contentType)) {
+        try {
+          body = text === '' ? undefined : JSON.parse(text);
+        } catch {
+          return sendJson(response, 400, { errors: [{ message: 'The request body is not valid JSON.', extensions: { code: 'BAD_REQUEST' } }] });
+        }
+      } else {
+        body = text;
+      }
+    }
+    const httpGraphQLRequest: HTTPGraphQLRequest = { method: (request.method ?? 'GET').toUpperCase(), headers, search: url.search, body };
+    const result = await apollo.executeHTTPGraphQLRequest({
+      httpGraphQLRequest,
+      context: () => contextFor(request.headers.authorization, requestId),
+    });
+    for (const [key, value] of result.headers) response.setHeader(key, value);
+    response.statusCode = result.status ?? 200;
+    if (result.body.kind === 'complete') {
+      response.end(result.body.string);
+      return;
+    }
+    for await (const chunk of result.body.asyncIterator) response.write(chunk);
+    response.end();
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    httpServer.once('error', reject);
+    httpServer.listen(config.port, config.host, () => resolve());
+  });
+  const port = (httpServer.address() as AddressInfo).port;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  logger.info({ port, host: config.host, database: services.dialect }, 'promptwire is serving GraphQL at /graphql');
+
+  let stopping: Promise<void> | null = null;
+  return {
+    url: `http://${host}:${port}/graphql`,
+    wsUrl: `ws://${host}:${port}/graphql`,
+    port,
+    services,
+    logger,
+    stop: () =>
+      (stopping ??= (async () => {
+        await services.runs.drain(true);
+        await apollo.stop();
+        await new Promise<void>((resolve) => wsServer.close(() => resolve()));
+        await bus.close();
+        await services.dataSource.destroy();
+      })()),
+  };
+}
+
+function sendJson(response: ServerResponse, status: number, payload: unknown): void {
+  response.statusCode = status;
+  response.setHeader('content-type', 'application/json; charset=utf-8');
+  response.end(JSON.stringify(payload));
+}
+
+/**
+ * GraphQL over HTTP: a client that accepts only `application/json` should get
+ * 200 for a request that parsed as JSON but failed GraphQL parsing or
+ * validation (the errors are in the body). Apollo answers 400; this aligns it.
+ */
+function jsonClientStatusPlugin(): ApolloServerPlugin<GraphQLContext> {
+  return {
+    async requestDidStart({ request }) {
+      const accept = request.http?.headers.get('accept') ?? '';
+      const jsonOnly = /application\/json/i.test(accept) && !/application\/graphql-response\+json/i.test(accept);
+      return {
+        async willSendResponse({ response }) {
+          if (jsonOnly && response.http.status === 400) response.http.status = 200;
+        },
+      };
+    },
+  };
+}

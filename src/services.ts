@@ -1,0 +1,49 @@
+/**
+ * The composition root: builds every service once, with only what it uses.
+ */
+import type { DataSource } from 'typeorm';
+import { ApiTokenService } from './auth/api-token.service';
+import type { AppConfig } from './config';
+import { ConfigurationService } from './configurations/configuration.service';
+import type { Dialect } from './db/data-source';
+import type { Logger } from './logger';
+import { ModelService } from './providers/model.service';
+import { ProviderTester } from './providers/provider-tester';
+import { ProviderService } from './providers/provider.service';
+import type { RunService } from './runs/run.service';
+import { KeyedMutex } from './shared/keyed-mutex';
+import type { SecretBox } from './shared/secret-box';
+import { SkillService } from './skills/skill.service';
+import { SnippetService } from './snippets/snippet.service';
+
+export interface Services {
+  dataSource: DataSource;
+  dialect: Dialect;
+  snippets: SnippetService;
+  providers: ProviderService;
+  models: ModelService;
+  configurations: ConfigurationService;
+  skills: SkillService;
+  tokens: ApiTokenService;
+  providerTester: ProviderTester;
+  runs: RunService;
+}
+
+export type CoreServices = Omit<Services, 'runs'>;
+
+export function createCoreServices(dataSource: DataSource, dialect: Dialect, config: AppConfig, secrets: SecretBox, logger: Logger): CoreServices {
+  const writeLock = new KeyedMutex();
+  const providers = new ProviderService(dataSource, writeLock, secrets, config.readEnv);
+  const models = new ModelService(dataSource, writeLock);
+  return {
+    dataSource,
+    dialect,
+    snippets: new SnippetService(dataSource, writeLock),
+    providers,
+    models,
+    configurations: new ConfigurationService(dataSource, writeLock),
+    skills: new SkillService(dataSource, writeLock),
+    tokens: new ApiTokenService(dataSource, logger),
+    providerTester: new ProviderTester(providers, models, logger),
+  };
+}

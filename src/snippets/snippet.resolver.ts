@@ -1,0 +1,63 @@
+import { Arg, Authorized, Ctx, Int, Mutation, Query, Resolver } from 'type-graphql';
+import { Role } from '../auth/roles';
+import type { GraphQLContext } from '../graphql/context';
+import { BadUserInputError } from '../shared/errors';
+import { CreateSnippetInput, PromptSnippet, toPromptSnippet, UpdateSnippetInput } from './snippet.types';
+
+@Resolver(() => PromptSnippet)
+export class SnippetResolver {
+  @Authorized(Role.VIEWER)
+  @Query(() => PromptSnippet, { nullable: true, description: 'One snippet by uid or identifier.' })
+  async snippet(
+    @Ctx() { services }: GraphQLContext,
+    @Arg('uid', () => Int, { nullable: true }) uid?: number,
+    @Arg('identifier', () => String, { nullable: true }) identifier?: string,
+  ): Promise<PromptSnippet | null> {
+    if (uid == null && identifier == null) throw new BadUserInputError('Pass uid or identifier', 'uid');
+    const row = uid != null ? await services.snippets.findByUid(uid) : await services.snippets.findByIdentifier(identifier ?? '');
+    return row ? toPromptSnippet(row) : null;
+  }
+
+  @Authorized(Role.VIEWER)
+  @Query(() => [PromptSnippet], {
+    description: 'With `tag`: the active snippets carrying that tag (hidden included), by sorting then name. Without: every snippet. `search` matches identifier, name, description, tags and text.',
+  })
+  async snippets(
+    @Ctx() { services }: GraphQLContext,
+    @Arg('tag', () => String, { nullable: true }) tag?: string,
+    @Arg('search', () => String, { nullable: true }) search?: string,
+    @Arg('limit', () => Int, { defaultValue: 50 }) limit = 50,
+    @Arg('offset', () => Int, { defaultValue: 0 }) offset = 0,
+  ): Promise<PromptSnippet[]> {
+    const rows = await services.snippets.list({ tag, search, limit, offset });
+    return rows.map(toPromptSnippet);
+  }
+
+  @Authorized(Role.VIEWER)
+  @Query(() => [String], { description: 'The tag vocabulary in use: normalised, unique, byte order.' })
+  async snippetTags(@Ctx() { services }: GraphQLContext): Promise<string[]> {
+    return services.snippets.vocabulary();
+  }
+
+  @Authorized(Role.EDITOR)
+  @Mutation(() => PromptSnippet)
+  async createSnippet(@Ctx() { services }: GraphQLContext, @Arg('input', () => CreateSnippetInput) input: CreateSnippetInput): Promise<PromptSnippet> {
+    return toPromptSnippet(await services.snippets.create(input));
+  }
+
+  @Authorized(Role.EDITOR)
+  @Mutation(() => PromptSnippet)
+  async updateSnippet(
+    @Ctx() { services }: GraphQLContext,
+    @Arg('uid', () => Int) uid: number,
+    @Arg('input', () => UpdateSnippetInput) input: UpdateSnippetInput,
+  ): Promise<PromptSnippet> {
+    return toPromptSnippet(await services.snippets.update(uid, input));
+  }
+
+  @Authorized(Role.EDITOR)
+  @Mutation(() => Boolean, { description: 'Soft delete: the row stays with deleted = 1 and its identifier becomes reusable.' })
+  async deleteSnippet(@Ctx() { services }: GraphQLContext, @Arg('uid', () => Int) uid: number): Promise<boolean> {
+    return services.snippets.delete(uid);
+  }
+}

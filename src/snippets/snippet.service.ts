@@ -1,0 +1,201 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import { assertIdentifierAvailable, checkPage, findLiveOrFail, normalizeIdentifier, optionalText, type Page, requireName } from '../db/record-rules';
+import { BadUserInputError, NotFoundError } from '../shared/errors';
+import type { KeyedMutex } from '../shared/keyed-mutex';
+import { unixNow } from '../shared/time';
+import { parseMetadataForWrite } from './snippet-metadata';
+import { PromptSnippetEntity } from './snippet.entity';
+import { hasTag, normalizeTag, tagVocabulary, validateTagsForWrite } from './tag-rules';
+
+export interface SnippetWrite {
+  identifier?: string;
+  name?: string;
+  snippet?: string;
+  description?: string | null;
+  tags?: string[];
+  metadata?: unknown;
+  isActive?: boolean;
+  hidden?: boolean;
+  sorting?: number;
+}
+
+export interface SnippetFilter extends Page {
+  tag?: string | null;
+  search?: string | null;
+}
+
+/** Sorting, then name, then uid so that pages are stable. */
+function byListOrder(a: PromptSnippetEntity, b: PromptSnippetEntity): number {
+  return a.sorting - b.sorting || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) || a.uid - b.uid;
+}
+
+export class SnippetService {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly writeLock: KeyedMutex,
+  ) {}
+
+  /**
+   * `activeByTag` of behaviour.md §3.3: active, not deleted, hidden included,
+   * exact token match, sorting then name. Like TYPO3, it loads the active
+   * rows and matches tags in code, so odd CSV spacing never hides a snippet.
+   */
+  async activeByTag(tag: string): Promise<PromptSnippetEntity[]> {
+    return filterByTag(await this.allActive(), tag);
+  }
+
+  /** Every active, non-deleted snippet in list order: one query, shared by all tag lookups of a request. */
+  async allActive(): Promise<PromptSnippetEntity[]> {
+    const rows = await this.dataSource
+      .getRepository(PromptSnippetEntity)
+      .createQueryBuilder('s')
+      .where('s.deleted = 0 AND s.is_active = 1')
+      .orderBy('s.sorting', 'ASC')
+      .addOrderBy('s.name', 'ASC')
+      .addOrderBy('s.uid', 'ASC')
+      .getMany();
+    return rows.sort(byListOrder);
+  }
+
+  async list(filter: SnippetFilter): Promise<PromptSnippetEntity[]> {
+    const { limit, offset } = checkPage(filter);
+    if (filter.tag !== undefined && filter.tag !== null) {
+      let rows = await this.activeByTag(filter.tag);
+      if (filter.search) rows = rows.filter((row) => matchesSearch(row, filter.search ?? ''));
+      return rows.slice(offset, offset + limit);
+    }
+    const query = this.dataSource
+      .getRepository(PromptSnippetEntity)
+      .createQueryBuilder('s')
+      .where('s.deleted = 0')
+      .orderBy('s.sorting', 'ASC')
+      .addOrderBy('s.name', 'ASC')
+      .addOrderBy('s.uid', 'ASC')
+      .take(limit)
+      .skip(offset);
+    if (filter.search) {
+      const pattern = `%${filter.search.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+      query.andWhere(
+        `(LOWER(s.identifier) LIKE :pattern ESCAPE '\\' OR LOWER(s.name) LIKE :pattern ESCAPE '\\' OR LOWER(COALESCE(s.description, '')) LIKE :pattern ESCAPE '\\' OR LOWER(s.tags) LIKE :pattern ESCAPE '\\' OR LOWER(s.snippet) LIKE :pattern ESCAPE '\\')`,
+        { pattern },
+      );
+    }
+    return query.getMany();
+  }
+
+  async findByUid(uid: number): Promise<PromptSnippetEntity | null> {
+    return this.dataSource.getRepository(PromptSnippetEntity).findOne({ where: { uid, deleted: false } });
+  }
+
+  async findByIdentifier(identifier: string): Promise<PromptSnippetEntity | null> {
+    return this.dataSource
+      .getRepository(PromptSnippetEntity)
+      .findOne({ where: { identifier: identifier.trim().toLowerCase(), deleted: false }, order: { uid: 'ASC' } });
+  }
+
+  async findManyByIdentifiers(identifiers: readonly string[]): Promise<PromptSnippetEntity[]> {
+    const found: PromptSnippetEntity[] = [];
+    for (const identifier of identifiers) {
+      const row = await this.findByIdentifier(identifier);
+      if (!row) throw new NotFoundError(`No snippet with identifier "${identifier}"`, 'forcedSnippets');
+      found.push(row);
+    }
+    return found;
+  }
+
+  /** The tag vocabulary of behaviour.md §2: every non-deleted snippet, hidden and inactive included. */
+  async vocabulary(): Promise<string[]> {
+    const rows = await this.dataSource.getRepository(PromptSnippetEntity).createQueryBuilder('s').select(['s.uid', 's.tags']).where('s.deleted = 0').getMany();
+    return tagVocabulary(rows.map((row) => row.tags));
+  }
+
+  async create(input: SnippetWrite): Promise<PromptSnippetEntity> {
+    const identifier = normalizeIdentifier(input.identifier ?? '');
+    return this.writeLock.run('tx_nrllm_promptsnippet', () =>
+      this.dataSource.transaction(async (manager) => {
+        await assertIdentifierAvailable(manager, PromptSnippetEntity, identifier, null, 'snippet');
+        const now = unixNow();
+        const row = manager.create(PromptSnippetEntity, {
+          pid: 0,
+          crdate: now,
+          tstamp: now,
+          deleted: false,
+          hidden: false,
+          isActive: true,
+          sorting: 0,
+          description: null,
+          tags: '',
+          metadata: null,
+        });
+        applyWrite(row, { ...input, identifier }, true);
+        return manager.save(row);
+      }),
+    );
+  }
+
+  async update(uid: number, input: SnippetWrite): Promise<PromptSnippetEntity> {
+    const identifier = input.identifier === undefined ? undefined : normalizeIdentifier(input.identifier);
+    return this.writeLock.run('tx_nrllm_promptsnippet', () =>
+      this.dataSource.transaction(async (manager: EntityManager) => {
+        const row = await findLiveOrFail(manager, PromptSnippetEntity, uid, 'snippet');
+        if (identifier !== undefined) await assertIdentifierAvailable(manager, PromptSnippetEntity, identifier, uid, 'snippet');
+        applyWrite(row, { ...input, identifier }, false);
+        row.tstamp = unixNow();
+        return manager.save(row);
+      }),
+    );
+  }
+
+  async delete(uid: number): Promise<boolean> {
+    return this.dataSource.transaction(async (manager) => {
+      await findLiveOrFail(manager, PromptSnippetEntity, uid, 'snippet');
+      await manager.update(PromptSnippetEntity, { uid }, { deleted: true, tstamp: unixNow() });
+      return true;
+    });
+  }
+}
+
+export function filterByTag(rows: readonly PromptSnippetEntity[], tag: string): PromptSnippetEntity[] {
+  const wanted = normalizeTag(tag);
+  if (wanted === '') return [];
+  return rows.filter((row) => hasTag(row.tags, wanted));
+}
+
+function matchesSearch(row: PromptSnippetEntity, search: string): boolean {
+  const needle = search.toLowerCase();
+  return [row.identifier, row.name, row.description ?? '', row.tags, row.snippet].some((text) => text.toLowerCase().includes(needle));
+}
+
+/** Validates every field before touching the row, so a refused write changes nothing. */
+function applyWrite(row: PromptSnippetEntity, input: SnippetWrite, creating: boolean): void {
+  const changes: Partial<PromptSnippetEntity> = {};
+  if (input.identifier !== undefined) changes.identifier = input.identifier;
+  if (creating || input.name !== undefined) changes.name = requireName(input.name ?? '');
+  if (creating || input.snippet !== undefined) {
+    if ((input.snippet ?? '').trim() === '') throw new BadUserInputError('snippet text is required', 'snippet');
+    changes.snippet = optionalText(input.snippet, 65535, 'snippet');
+  }
+  if (input.description !== undefined) changes.description = optionalText(input.description, 65535, 'description') ?? null;
+  if (input.tags !== undefined && input.tags !== null) {
+    const tags = validateTagsForWrite(input.tags);
+    if (!tags.ok) throw new BadUserInputError(tags.message, 'tags');
+    changes.tags = tags.csv;
+  }
+  if (input.metadata !== undefined) {
+    if (input.metadata === null) changes.metadata = null;
+    else {
+      const metadata = parseMetadataForWrite(input.metadata);
+      if (!metadata.ok) throw new BadUserInputError(metadata.message, 'metadata');
+      if (metadata.json.length > 65535) throw new BadUserInputError('metadata must be at most 65535 characters of JSON', 'metadata');
+      changes.metadata = metadata.json;
+    }
+  }
+  if (input.isActive !== undefined && input.isActive !== null) changes.isActive = input.isActive;
+  if (input.hidden !== undefined && input.hidden !== null) changes.hidden = input.hidden;
+  if (input.sorting !== undefined && input.sorting !== null) {
+    if (!Number.isInteger(input.sorting) || input.sorting < 0) throw new BadUserInputError('sorting must be 0 or more', 'sorting');
+    changes.sorting = input.sorting;
+  }
+  Object.assign(row, changes);
+}
+

@@ -1,0 +1,66 @@
+import { IsInt, IsOptional, Max, MaxLength, Min } from 'class-validator';
+import { Field, InputType, Int, ObjectType } from 'type-graphql';
+import { DateTimeScalar, JSONScalar } from '../graphql/scalars';
+import { fromUnix } from '../shared/time';
+import { readMetadata } from './snippet-metadata';
+import type { PromptSnippetEntity } from './snippet.entity';
+import { parseTags } from './tag-rules';
+
+@ObjectType({ description: 'A tagged prompt fragment (persona, tone of voice, audience, style, layout …).' })
+export class PromptSnippet {
+  @Field(() => Int) uid!: number;
+  @Field() identifier!: string;
+  @Field({ description: 'The label when the snippet is composed into a prompt.' }) name!: string;
+  @Field(() => String, { nullable: true }) description!: string | null;
+  @Field(() => [String], { description: 'Normalised tag list, duplicates kept (behaviour.md §2).' }) tags!: string[];
+  @Field({ description: 'The fragment text.' }) snippet!: string;
+  @Field(() => JSONScalar, { description: 'Always an object; {} when empty or invalid.' }) metadata!: Record<string, unknown>;
+  @Field({ description: 'Operational switch: inactive snippets are out of every tag lookup.' }) isActive!: boolean;
+  @Field({ description: 'Editorial switch: hidden snippets are listed but never composed into a prompt.' }) hidden!: boolean;
+  @Field(() => Int) sorting!: number;
+  @Field(() => DateTimeScalar) createdAt!: Date;
+  @Field(() => DateTimeScalar) updatedAt!: Date;
+}
+
+export function toPromptSnippet(row: PromptSnippetEntity): PromptSnippet {
+  return {
+    uid: row.uid,
+    identifier: row.identifier,
+    name: row.name,
+    description: row.description,
+    tags: parseTags(row.tags),
+    snippet: row.snippet,
+    metadata: readMetadata(row.metadata),
+    isActive: row.isActive,
+    hidden: row.hidden,
+    sorting: row.sorting,
+    createdAt: fromUnix(row.crdate),
+    updatedAt: fromUnix(row.tstamp),
+  };
+}
+
+@InputType()
+export class CreateSnippetInput {
+  @Field({ description: 'a-z 0-9 _ -, at most 100 characters, stored lower-case, unique.' }) @MaxLength(100) identifier!: string;
+  @Field() @MaxLength(255) name!: string;
+  @Field() snippet!: string;
+  @Field(() => String, { nullable: true }) description?: string | null;
+  @Field(() => [String], { nullable: true, description: 'No comma inside a tag; at most 255 characters joined.' }) tags?: string[];
+  @Field(() => JSONScalar, { nullable: true, description: 'Must be a JSON object.' }) metadata?: unknown;
+  @Field({ nullable: true }) isActive?: boolean;
+  @Field({ nullable: true }) hidden?: boolean;
+  @Field(() => Int, { nullable: true }) @IsOptional() @IsInt() @Min(0) @Max(2147483647) sorting?: number;
+}
+
+@InputType()
+export class UpdateSnippetInput {
+  @Field({ nullable: true }) @IsOptional() @MaxLength(100) identifier?: string;
+  @Field({ nullable: true }) @IsOptional() @MaxLength(255) name?: string;
+  @Field({ nullable: true }) snippet?: string;
+  @Field(() => String, { nullable: true }) description?: string | null;
+  @Field(() => [String], { nullable: true }) tags?: string[];
+  @Field(() => JSONScalar, { nullable: true }) metadata?: unknown;
+  @Field({ nullable: true }) isActive?: boolean;
+  @Field({ nullable: true }) hidden?: boolean;
+  @Field(() => Int, { nullable: true }) @IsOptional() @IsInt() @Min(0) @Max(2147483647) sorting?: number;
+}
