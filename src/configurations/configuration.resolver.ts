@@ -1,11 +1,12 @@
 import { Arg, Authorized, Ctx, FieldResolver, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import { Role } from '../auth/roles';
 import type { GraphQLContext } from '../graphql/context';
+import { JSONScalar } from '../graphql/scalars';
 import { LlmModel, toLlmModel } from '../providers/provider.types';
 import { BadUserInputError } from '../shared/errors';
 import { Skill, toSkill } from '../skills/skill.types';
 import { PromptSnippet, toPromptSnippet } from '../snippets/snippet.types';
-import { effectiveSystemPromptOf, selectedSnippetsOf } from './configuration.service';
+import { callOptionsOf, effectiveSystemPromptOf, selectedSnippetsOf } from './configuration.service';
 import { CreateConfigurationInput, LlmConfiguration, toLlmConfiguration, UpdateConfigurationInput } from './configuration.types';
 
 @Resolver(() => LlmConfiguration)
@@ -47,6 +48,15 @@ export class ConfigurationResolver {
   @FieldResolver(() => String, { description: 'The system prompt with the snippet block appended, byte for byte as TYPO3 composes it.' })
   async effectiveSystemPrompt(@Root() configuration: LlmConfiguration, @Ctx() { loaders }: GraphQLContext): Promise<string> {
     return effectiveSystemPromptOf(configuration.entity, await loaders.activeSnippets());
+  }
+
+  @FieldResolver(() => JSONScalar, {
+    description: 'The call options a model call with this configuration sends (behaviour.md §5): typed parameters, the options JSON merged over them, the effective system prompt, and the max_tokens fallback.',
+  })
+  async callOptions(@Root() configuration: LlmConfiguration, @Ctx() { loaders }: GraphQLContext): Promise<Record<string, unknown>> {
+    const entity = configuration.entity;
+    const [model, activeSnippets] = await Promise.all([entity.modelUid ? loaders.modelByUid.load(entity.modelUid) : null, loaders.activeSnippets()]);
+    return callOptionsOf(entity, model, activeSnippets);
   }
 
   @FieldResolver(() => [Skill], { description: 'Attached skills in injection order.' })

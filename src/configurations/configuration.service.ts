@@ -5,11 +5,12 @@ import { BadUserInputError } from '../shared/errors';
 import type { KeyedMutex } from '../shared/keyed-mutex';
 import { unixNow } from '../shared/time';
 import { SkillEntity } from '../skills/skill.entity';
-import { parseMetadataForWrite } from '../snippets/snippet-metadata';
+import { parseMetadataForWrite, readJsonObject } from '../snippets/snippet-metadata';
 import type { PromptSnippetEntity } from '../snippets/snippet.entity';
 import { filterByTag } from '../snippets/snippet.service';
 import { parseSelectionTags, validateTagsForWrite } from '../snippets/tag-rules';
 import { ConfigurationSkillEntity } from './configuration-skill.entity';
+import { buildCallOptions } from './call-options';
 import { ConfigurationEntity } from './configuration.entity';
 import { appendSnippetBlock, composeSnippetBlock, selectSnippets } from './effective-prompt';
 
@@ -57,6 +58,34 @@ export function selectedSnippetsOf(configuration: ConfigurationEntity, activeSni
 export function effectiveSystemPromptOf(configuration: ConfigurationEntity, activeSnippets: readonly PromptSnippetEntity[], override?: string | null): string {
   const prompt = override !== undefined && override !== null && override !== '' ? override : configuration.systemPrompt;
   return appendSnippetBlock(prompt, composeSnippetBlock(selectedSnippetsOf(configuration, activeSnippets)));
+}
+
+/**
+ * The call options of behaviour.md §5 for a configuration: the one place a
+ * model call's options are built, with the snippet block appended to the
+ * system prompt. `overrides` are per-call values (a run's maxTokens, temperature).
+ */
+export function callOptionsOf(
+  configuration: ConfigurationEntity,
+  model: Pick<ModelEntity, 'modelId' | 'defaultTimeout' | 'maxOutputTokens'> | null,
+  activeSnippets: readonly PromptSnippetEntity[],
+  overrides: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return buildCallOptions({
+    configuration: {
+      temperature: configuration.temperature,
+      topP: configuration.topP,
+      frequencyPenalty: configuration.frequencyPenalty,
+      presencePenalty: configuration.presencePenalty,
+      maxTokens: configuration.maxTokens,
+      systemPrompt: configuration.systemPrompt,
+      timeout: configuration.timeout,
+      options: readJsonObject(configuration.options),
+    },
+    model,
+    overrides,
+    snippetBlock: composeSnippetBlock(selectedSnippetsOf(configuration, activeSnippets)),
+  });
 }
 
 export class ConfigurationService {

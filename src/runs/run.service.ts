@@ -5,19 +5,19 @@
  */
 import crypto from 'node:crypto';
 import { Role, roleAtLeast, type Caller } from '../auth/roles';
-import { buildCallOptions } from '../configurations/call-options';
 import type { ConfigurationEntity } from '../configurations/configuration.entity';
-import { effectiveSystemPromptOf, type ConfigurationService } from '../configurations/configuration.service';
+import { callOptionsOf, effectiveSystemPromptOf, type ConfigurationService } from '../configurations/configuration.service';
 import { checkPage } from '../db/record-rules';
 import type { Logger } from '../logger';
 import { createChatAdapter } from '../providers/adapters/registry';
 import type { CallOptions, ChatAdapter } from '../providers/adapters/types';
+import type { ModelEntity } from '../providers/model.entity';
 import type { ModelService } from '../providers/model.service';
 import type { ProviderService } from '../providers/provider.service';
 import { BadUserInputError, ForbiddenError, NotFoundError, SubscriberLaggedError } from '../shared/errors';
 import type { SkillService } from '../skills/skill.service';
 import type { SkillEntity } from '../skills/skill.entity';
-import { readJsonObject } from '../snippets/snippet-metadata';
+import type { PromptSnippetEntity } from '../snippets/snippet.entity';
 import type { SnippetService } from '../snippets/snippet.service';
 import type { AgentRunEntity } from './agent-run.entity';
 import { runAgentLoop, type AgentLoopInput } from './engine/agent-loop';
@@ -136,7 +136,7 @@ export class RunService {
     const overrides: Record<string, unknown> = {};
     if (request.maxTokens != null) overrides.max_tokens = request.maxTokens;
     if (request.temperature != null) overrides.temperature = request.temperature;
-    const callOptions = callOptionsFor(configuration, model, overrides);
+    const callOptions = callOptionsFor(configuration, model, activeSnippets, overrides);
 
     const row = await this.store.createRun({ uuid: crypto.randomUUID(), configurationUid: configuration.uid, configurationIdentifier: configuration.identifier });
     const controller = new AbortController();
@@ -359,25 +359,15 @@ function toSkillInput(skill: SkillEntity): SkillInput {
 }
 
 /** behaviour.md §5 without the system prompt, which the loop sends as message 0. */
-function callOptionsFor(configuration: ConfigurationEntity, model: { modelId: string; defaultTimeout: number; maxOutputTokens: number } | null, overrides: Record<string, unknown>): CallOptions {
-  const { system_prompt: _systemPrompt, ...options } = buildCallOptions({
-    configuration: {
-      temperature: configuration.temperature,
-      topP: configuration.topP,
-      frequencyPenalty: configuration.frequencyPenalty,
-      presencePenalty: configuration.presencePenalty,
-      maxTokens: configuration.maxTokens,
-      systemPrompt: '',
-      timeout: configuration.timeout,
-      options: readJsonObject(configuration.options),
-    },
-    model,
-    overrides,
-    snippetBlock: '',
-  });
-  return { ...options, model: typeof options.model === 'string' ? options.model : (model?.modelId ?? '') } as CallOptions;
+function callOptionsFor(
+  configuration: ConfigurationEntity,
+  model: ModelEntity | null,
+  activeSnippets: readonly PromptSnippetEntity[],
+  overrides: Record<string, unknown>,
+): CallOptions {
+  const { system_prompt: _systemPrompt, ...options } = callOptionsOf(configuration, model, activeSnippets, overrides);
+  return { ...options, model: typeof options.model === 'string' ? options.model : (model?.modelId ?? '') };
 }
-
 
 /** Used only for a dry run of a configuration without a model: the loop never calls it. */
 const unusableAdapter: ChatAdapter = {

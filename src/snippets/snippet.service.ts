@@ -74,9 +74,10 @@ export class SnippetService {
       .take(limit)
       .skip(offset);
     if (filter.search) {
-      const pattern = `%${filter.search.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+      // '!' escapes LIKE wildcards: a backslash would need different quoting in MySQL and SQLite.
+      const pattern = `%${filter.search.toLowerCase().replace(/[!%_]/g, (c) => `!${c}`)}%`;
       query.andWhere(
-        `(LOWER(s.identifier) LIKE :pattern ESCAPE '\\' OR LOWER(s.name) LIKE :pattern ESCAPE '\\' OR LOWER(COALESCE(s.description, '')) LIKE :pattern ESCAPE '\\' OR LOWER(s.tags) LIKE :pattern ESCAPE '\\' OR LOWER(s.snippet) LIKE :pattern ESCAPE '\\')`,
+        `(LOWER(s.identifier) LIKE :pattern ESCAPE '!' OR LOWER(s.name) LIKE :pattern ESCAPE '!' OR LOWER(COALESCE(s.description, '')) LIKE :pattern ESCAPE '!' OR LOWER(s.tags) LIKE :pattern ESCAPE '!' OR LOWER(s.snippet) LIKE :pattern ESCAPE '!')`,
         { pattern },
       );
     }

@@ -1,0 +1,51 @@
+/**
+ * Generated files must match the code: the migrations must create exactly
+ * what the entities describe, on each dialect, and schema.graphql must be
+ * what the resolvers build.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { printSchema } from 'graphql';
+import { createDataSource } from '../../src/db/data-source';
+import { pendingSchemaChanges } from '../../src/db/schema-diff';
+import { buildAppSchema } from '../../src/graphql/schema';
+import { createTestDatabase, testDialects } from '../support/databases';
+
+describe.each(testDialects)('migrations on %s', (dialect) => {
+  it('match the entities: no schema change is pending after applying them', async () => {
+    const database = await createTestDatabase(dialect);
+    const { dataSource } = await createDataSource({ database: database.config, schemaMode: 'own' });
+    try {
+      const applied = await dataSource.runMigrations({ transaction: 'each' });
+      expect(applied.length).toBeGreaterThan(0);
+      const diff = await pendingSchemaChanges(dataSource);
+      expect(diff.up.map((statement) => statement.query)).toEqual([]);
+    } finally {
+      await dataSource.destroy();
+      await database.drop();
+    }
+  });
+
+  it('in shared mode create only the service\'s own tables', async () => {
+    const database = await createTestDatabase(dialect);
+    const { dataSource } = await createDataSource({ database: database.config, schemaMode: 'shared' });
+    try {
+      await dataSource.runMigrations({ transaction: 'each' });
+      const runner = dataSource.createQueryRunner();
+      const tables = (await runner.getTables()).map((table) => table.name.replace(/^.*\./, ''));
+      await runner.release();
+      expect(tables.filter((name) => name.startsWith('tx_nrllm_'))).toEqual([]);
+      expect(tables).toEqual(expect.arrayContaining(['promptwire_api_token', 'promptwire_model_price']));
+    } finally {
+      await dataSource.destroy();
+      await database.drop();
+    }
+  });
+});
+
+describe('schema.graphql', () => {
+  it('is what the resolvers build (run `npm run schema:emit` after changing the API)', async () => {
+    const committed = fs.readFileSync(path.resolve(__dirname, '../../schema.graphql'), 'utf8');
+    expect(committed).toBe(`${printSchema(await buildAppSchema())}\n`);
+  });
+});
