@@ -97,7 +97,7 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
     if (config.seedExamples && (await seedExamples(services))) logger.info('seeded the example data set into the empty database');
     await runs.recoverInterrupted();
 
-    return await listen(config, services, logger, bus, options);
+    return await listen(config, services, logger, bus);
   } catch (error) {
     await bus?.close();
     await dataSource.destroy().catch(() => undefined);
@@ -105,9 +105,13 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
   }
 }
 
-async function listen(config: AppConfig, services: Services, logger: Logger, bus: TraceBus, options: ServerOptions): Promise<RunningServer> {
+async function listen(config: AppConfig, services: Services, logger: Logger, bus: TraceBus): Promise<RunningServer> {
   const schema = await getSchema();
-  const validationRules: ValidationRule[] = [maxDepthRule({ n: config.maxQueryDepth, ignoreIntrospection: true, exposeLimits: true, onReject: [], propagateOnRejection: true })];
+  // Reported as a validation error rather than thrown: a rule that throws makes
+  // Apollo treat the refusal as an internal failure (masked, no useful message).
+  const validationRules: ValidationRule[] = [
+    maxDepthRule({ n: config.maxQueryDepth, ignoreIntrospection: true, exposeLimits: true, onReject: [(context, error) => context?.reportError(error)], propagateOnRejection: false }),
+  ];
   const httpServer = http.createServer();
   const authenticate = async (authorization: unknown): Promise<{ caller: Caller | null; authProblem: string | null }> => {
     const header = typeof authorization === 'string' ? authorization.trim() : '';
@@ -194,7 +198,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
       try {
         text = await readBody(request, config.bodyLimitBytes);
       } catch (error) {
-        if (error instanceof HttpError) return sendJson(response, error.status, { errors: [{ message: error.message, extensions: { code: 'BAD_REQUEST' } }] });
+        if (error instanceof HttpError) return sendJson(response, error.status, { errors: [{ message: error.message, extensions: { code: 'BAD_USER_INPUT' } }] });
         throw error;
       }
       const contentType = headers.get('content-type') ?? '';
@@ -202,7 +206,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         try {
           body = text === '' ? undefined : JSON.parse(text);
         } catch {
-          return sendJson(response, 400, { errors: [{ message: 'The request body is not valid JSON.', extensions: { code: 'BAD_REQUEST' } }] });
+          return sendJson(response, 400, { errors: [{ message: 'The request body is not valid JSON.', extensions: { code: 'BAD_USER_INPUT' } }] });
         }
       } else {
         body = text;
