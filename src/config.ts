@@ -77,7 +77,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
 
   const redisUrl = env.REDIS_URL?.trim() || null;
   if (redisUrl !== null && !/^rediss?:\/\//.test(redisUrl)) {
-    problems.push(`REDIS_URL must start with redis:// or rediss://, got "${redisUrl}"`);
+    problems.push(`REDIS_URL must start with redis:// or rediss://, got "${withoutCredentials(redisUrl)}"`);
   }
 
   const schemaModeRaw = (env.SCHEMA_MODE?.trim() || 'own').toLowerCase();
@@ -140,6 +140,11 @@ function parseDatabaseUrl(url: string, problems: string[]): DatabaseConfig {
       return { kind: 'mysql', url };
     }
   }
-  problems.push(`DATABASE_URL must start with sqlite: or mysql://, got "${url.replace(/\/\/[^@]*@/, '//***@')}"`);
+  problems.push(`DATABASE_URL must start with sqlite: or mysql://, got "${withoutCredentials(url)}"`);
   return { kind: 'sqlite', file: path.resolve('data/app.sqlite'), dataDirectory: path.resolve('data') };
+}
+
+/** A URL as it may appear in a message: user and password replaced, since problems are printed. */
+function withoutCredentials(url: string): string {
+  return url.replace(/\/\/[^@]*@/, '//***@');
 }

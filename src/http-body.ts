@@ -9,17 +9,42 @@ export class HttpError extends Error {
   }
 }
 
-/** Reads a request body up to `limit` bytes; larger bodies are refused with 413 before they are buffered. */
-export async function readBody(request: IncomingMessage, limit: number): Promise<string> {
-  const declared = Number(request.headers['content-length'] ?? 0);
-  if (declared > limit) throw new HttpError(413, `Request body is larger than ${limit} bytes`);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of request) {
-    const buffer = chunk as Buffer;
-    size += buffer.length;
-    if (size > limit) throw new HttpError(413, `Request body is larger than ${limit} bytes`);
-    chunks.push(buffer);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+/**
+ * Reads a request body up to `limit` bytes. A larger body is refused with 413
+ * as soon as it crosses the limit; the stream is paused rather than destroyed,
+ * so the client still receives the answer (the connection closes after it).
+ */
+export function readBody(request: IncomingMessage, limit: number): Promise<string> {
+  const tooLarge = () => new HttpError(413, `Request body is larger than ${limit} bytes; send less, or raise BODY_LIMIT_BYTES`);
+  if (Number(request.headers['content-length'] ?? 0) > limit) return Promise.reject(tooLarge());
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        cleanup();
+        request.pause();
+        reject(tooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(Buffer.concat(chunks).toString('utf8'));
+    };
+    const onError = (error: Error) => {
+      cleanup();
+      reject(error);
+    };
+    const cleanup = () => {
+      request.off('data', onData);
+      request.off('end', onEnd);
+      request.off('error', onError);
+    };
+    request.on('data', onData);
+    request.on('end', onEnd);
+    request.on('error', onError);
+  });
 }

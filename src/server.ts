@@ -10,7 +10,7 @@ import { ApolloServer, HeaderMap, type ApolloServerPlugin, type HTTPGraphQLReque
 import { ApolloServerPluginCacheControlDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
-import { type GraphQLSchema, validate as validateDocument, specifiedRules, type ValidationRule } from 'graphql';
+import { type GraphQLError, type GraphQLSchema, validate as validateDocument, specifiedRules, type ValidationRule } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { Caller } from './auth/roles';
@@ -96,6 +96,7 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
     if (generated) options.onBootstrapToken?.(generated);
     if (config.seedExamples && (await seedExamples(services))) logger.info('seeded the example data set into the empty database');
     await runs.recoverInterrupted();
+    runs.startHousekeeping();
 
     return await listen(config, services, logger, bus);
   } catch (error) {
@@ -128,6 +129,8 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
     requestId,
   });
 
+  const formatError = createErrorFormatter(logger);
+  const formatErrors = (errors: readonly GraphQLError[]) => errors.map((error) => formatError(error.toJSON(), error));
   const wsServer = new WebSocketServer({ server: httpServer, path: '/graphql', maxPayload: config.bodyLimitBytes });
   const wsCleanup = useServer<Record<string, unknown>, { context?: GraphQLContext }>(
     {
@@ -139,6 +142,9 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         return true;
       },
       context: (ctx) => ({ ...(ctx.extra.context as GraphQLContext), loaders: createLoaders(services) }),
+      // Errors over the socket get the same codes and masking as over HTTP.
+      onNext: (_ctx, _id, _payload, _args, result) => (result.errors?.length ? { ...result, errors: formatErrors(result.errors) as unknown as GraphQLError[] } : result),
+      onError: (_ctx, _id, _payload, errors) => formatErrors(errors) as unknown as GraphQLError[],
       // The same depth limit as over HTTP.
       validate: (s, document) => validateDocument(s, document, [...specifiedRules, ...validationRules]),
     },
@@ -151,7 +157,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
     csrfPrevention: true,
     includeStacktraceInErrorResponses: false,
     validationRules,
-    formatError: createErrorFormatter(logger),
+    formatError,
     plugins: [
       ApolloServerPluginCacheControlDisabled(),
       ApolloServerPluginDrainHttpServer({ httpServer }),
@@ -198,7 +204,12 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
       try {
         text = await readBody(request, config.bodyLimitBytes);
       } catch (error) {
-        if (error instanceof HttpError) return sendJson(response, error.status, { errors: [{ message: error.message, extensions: { code: 'BAD_USER_INPUT' } }] });
+        if (error instanceof HttpError) {
+          // The rest of an oversized body is not read: answer, then close the connection.
+          response.setHeader('connection', 'close');
+          response.once('finish', () => request.destroy());
+          return sendJson(response, error.status, { errors: [{ message: error.message, extensions: { code: 'BAD_USER_INPUT' } }] });
+        }
         throw error;
       }
       const contentType = headers.get('content-type') ?? '';
@@ -217,8 +228,13 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
       httpGraphQLRequest,
       context: () => contextFor(request.headers.authorization, requestId),
     });
+    let status = result.status ?? 200;
+    if (result.headers.has(REQUEST_ERROR_MARK)) {
+      result.headers.delete(REQUEST_ERROR_MARK);
+      if (status === 400 && /^application\/json/i.test(result.headers.get('content-type') ?? '')) status = 200;
+    }
     for (const [key, value] of result.headers) response.setHeader(key, value);
-    response.statusCode = result.status ?? 200;
+    response.statusCode = status;
     if (result.body.kind === 'complete') {
       response.end(result.body.string);
       return;
@@ -244,6 +260,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
     logger,
     stop: () =>
       (stopping ??= (async () => {
+        services.runs.stopHousekeeping();
         await services.runs.drain(true);
         await apollo.stop();
         await new Promise<void>((resolve) => wsServer.close(() => resolve()));
@@ -259,19 +276,25 @@ function sendJson(response: ServerResponse, status: number, payload: unknown): v
   response.end(JSON.stringify(payload));
 }
 
+/** Set by jsonClientStatusPlugin, removed by the HTTP handler before anything is sent. */
+const REQUEST_ERROR_MARK = 'x-promptwire-request-error';
+
 /**
- * GraphQL over HTTP: a client that accepts only `application/json` should get
- * 200 for a request that parsed as JSON but failed GraphQL parsing or
- * validation (the errors are in the body). Apollo answers 400; this aligns it.
+ * GraphQL over HTTP: a request that carried a GraphQL document which then
+ * failed parsing, validation or variable coercion gets 400 when answered as
+ * `application/graphql-response+json`, but 200 when answered as
+ * `application/json` (the errors are in the body). Apollo answers 400 either
+ * way. Which media type Apollo picks (no Accept header and `*\/*` mean
+ * application/json) is only known once the response is built, so the plugin
+ * marks such responses and the HTTP handler settles the status. A request
+ * without a document (no query at all) keeps its 400.
  */
 function jsonClientStatusPlugin(): ApolloServerPlugin<GraphQLContext> {
   return {
-    async requestDidStart({ request }) {
-      const accept = request.http?.headers.get('accept') ?? '';
-      const jsonOnly = /application\/json/i.test(accept) && !/application\/graphql-response\+json/i.test(accept);
+    async requestDidStart() {
       return {
-        async willSendResponse({ response }) {
-          if (jsonOnly && response.http.status === 400) response.http.status = 200;
+        async willSendResponse({ source, response }) {
+          if (source !== undefined && response.http.status === 400) response.http.headers.set(REQUEST_ERROR_MARK, '1');
         },
       };
     },

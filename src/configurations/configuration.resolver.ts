@@ -5,7 +5,7 @@ import { JSONScalar } from '../graphql/scalars';
 import { LlmModel, toLlmModel } from '../providers/provider.types';
 import { BadUserInputError } from '../shared/errors';
 import { Skill, toSkill } from '../skills/skill.types';
-import { PromptSnippet, toPromptSnippet } from '../snippets/snippet.types';
+import { PromptSnippet } from '../snippets/snippet.types';
 import { callOptionsOf, effectiveSystemPromptOf, selectedSnippetsOf } from './configuration.service';
 import { CreateConfigurationInput, LlmConfiguration, toLlmConfiguration, UpdateConfigurationInput } from './configuration.types';
 
@@ -42,7 +42,7 @@ export class ConfigurationResolver {
 
   @FieldResolver(() => [PromptSnippet], { description: 'What the tags select now: tag order, then sorting and name; hidden and duplicate snippets dropped.' })
   async selectedSnippets(@Root() configuration: LlmConfiguration, @Ctx() { loaders }: GraphQLContext): Promise<PromptSnippet[]> {
-    return selectedSnippetsOf(configuration.entity, await loaders.activeSnippets()).map(toPromptSnippet);
+    return selectedSnippetsOf(configuration.entity, await loaders.activeSnippets()).map(loaders.snippetView);
   }
 
   @FieldResolver(() => String, { description: 'The system prompt with the snippet block appended, byte for byte as TYPO3 composes it.' })

@@ -1,4 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
+import { getEntities } from '../db/raw-rows';
 import { assertIdentifierAvailable, checkPage, findLiveByIdentifierOrFail, findLiveOrFail, normalizeIdentifier, optionalText, type Page, requireName } from '../db/record-rules';
 import { ModelEntity } from '../providers/model.entity';
 import { BadUserInputError } from '../shared/errors';
@@ -7,7 +8,7 @@ import { unixNow } from '../shared/time';
 import { SkillEntity } from '../skills/skill.entity';
 import { parseMetadataForWrite, readJsonObject } from '../snippets/snippet-metadata';
 import type { PromptSnippetEntity } from '../snippets/snippet.entity';
-import { filterByTag } from '../snippets/snippet.service';
+import type { ActiveSnippetIndex } from '../snippets/snippet.service';
 import { parseSelectionTags, validateTagsForWrite } from '../snippets/tag-rules';
 import { ConfigurationSkillEntity } from './configuration-skill.entity';
 import { buildCallOptions } from './call-options';
@@ -48,14 +49,14 @@ const RANGES = {
  * The snippets a configuration's tags select now (behaviour.md §4.1), from the
  * request's one list of active snippets.
  */
-export function selectedSnippetsOf(configuration: ConfigurationEntity, activeSnippets: readonly PromptSnippetEntity[]): PromptSnippetEntity[] {
+export function selectedSnippetsOf(configuration: ConfigurationEntity, activeSnippets: ActiveSnippetIndex): PromptSnippetEntity[] {
   const tags = parseSelectionTags(configuration.snippetTags);
   if (tags.length === 0) return [];
-  return selectSnippets(tags, (tag) => filterByTag(activeSnippets, tag)) as PromptSnippetEntity[];
+  return selectSnippets(tags, (tag) => activeSnippets.activeByTag(tag)) as PromptSnippetEntity[];
 }
 
 /** The configuration's prompt (or a per-run override) with its snippet block appended (behaviour.md §4). */
-export function effectiveSystemPromptOf(configuration: ConfigurationEntity, activeSnippets: readonly PromptSnippetEntity[], override?: string | null): string {
+export function effectiveSystemPromptOf(configuration: ConfigurationEntity, activeSnippets: ActiveSnippetIndex, override?: string | null): string {
   const prompt = override !== undefined && override !== null && override !== '' ? override : configuration.systemPrompt;
   return appendSnippetBlock(prompt, composeSnippetBlock(selectedSnippetsOf(configuration, activeSnippets)));
 }
@@ -68,7 +69,7 @@ export function effectiveSystemPromptOf(configuration: ConfigurationEntity, acti
 export function callOptionsOf(
   configuration: ConfigurationEntity,
   model: Pick<ModelEntity, 'modelId' | 'defaultTimeout' | 'maxOutputTokens'> | null,
-  activeSnippets: readonly PromptSnippetEntity[],
+  activeSnippets: ActiveSnippetIndex,
   overrides: Record<string, unknown> = {},
 ): Record<string, unknown> {
   return buildCallOptions({
@@ -96,16 +97,18 @@ export class ConfigurationService {
 
   async list(page: Page): Promise<ConfigurationEntity[]> {
     const { limit, offset } = checkPage(page);
-    return this.dataSource
-      .getRepository(ConfigurationEntity)
-      .createQueryBuilder('c')
-      .where('c.deleted = 0')
-      .orderBy('c.sorting', 'ASC')
-      .addOrderBy('c.name', 'ASC')
-      .addOrderBy('c.uid', 'ASC')
-      .take(limit)
-      .skip(offset)
-      .getMany();
+    return getEntities(
+      this.dataSource,
+      this.dataSource
+        .getRepository(ConfigurationEntity)
+        .createQueryBuilder('c')
+        .where('c.deleted = 0')
+        .orderBy('c.sorting', 'ASC')
+        .addOrderBy('c.name', 'ASC')
+        .addOrderBy('c.uid', 'ASC')
+        .limit(limit)
+        .offset(offset),
+    );
   }
 
   async findByUid(uid: number): Promise<ConfigurationEntity | null> {

@@ -6,6 +6,7 @@ import { ModelEntity } from '../providers/model.entity';
 import { ProviderEntity } from '../providers/provider.entity';
 import { AgentRunEventEntity } from '../runs/agent-run-event.entity';
 import { AgentRunEntity } from '../runs/agent-run.entity';
+import { RunLeaseEntity } from '../runs/run-lease.entity';
 import { SkillEntity } from '../skills/skill.entity';
 import { PromptSnippetEntity } from '../snippets/snippet.entity';
 
@@ -22,6 +23,6 @@ export const typo3Entities = [
 ];
 
 /** The service's own tables (`promptwire_*`). */
-export const ownEntities = [ApiTokenEntity, ModelPriceEntity];
+export const ownEntities = [ApiTokenEntity, ModelPriceEntity, RunLeaseEntity];
 
 export const allEntities = [...typo3Entities, ...ownEntities];

@@ -36,8 +36,10 @@ export function createErrorFormatter(logger: Logger) {
       };
     }
     const code = String(formatted.extensions?.code ?? '');
+    // api.md allows six codes only; a query that does not parse or validate
+    // (unknown field, too deep, introspection switched off) is bad input.
     if (CLIENT_CODES.has(code)) {
-      return { ...formatted, extensions: { code: code === 'GRAPHQL_VALIDATION_FAILED' || code === 'GRAPHQL_PARSE_FAILED' ? code : 'BAD_USER_INPUT' } };
+      return { ...formatted, extensions: { code: 'BAD_USER_INPUT' } };
     }
     logger.error({ err: original, path }, 'unexpected error in a GraphQL operation');
     return { message: 'Internal server error; it has been logged. Try again, and report it if it persists.', locations, path, extensions: { code: 'INTERNAL_SERVER_ERROR' } };

@@ -5,6 +5,8 @@ import type { ProviderEntity } from '../providers/provider.entity';
 import type { Services } from '../services';
 import type { SkillEntity } from '../skills/skill.entity';
 import type { PromptSnippetEntity } from '../snippets/snippet.entity';
+import { ActiveSnippetIndex } from '../snippets/snippet.service';
+import { type PromptSnippet, toPromptSnippet } from '../snippets/snippet.types';
 
 /**
  * Per-request batching, so a list of 50 configurations with their models,
@@ -15,12 +17,15 @@ export interface Loaders {
   providerByUid: DataLoader<number, ProviderEntity | null>;
   priceByModelUid: DataLoader<number, ModelPriceEntity | null>;
   skillsByConfigurationUid: DataLoader<number, SkillEntity[]>;
-  /** Every active snippet, loaded once per request; tag selection happens in code. */
-  activeSnippets: () => Promise<PromptSnippetEntity[]>;
+  /** Every active snippet, loaded and indexed by tag once per request; tag selection happens in code. */
+  activeSnippets: () => Promise<ActiveSnippetIndex>;
+  /** The API view of a snippet row, built once per request however many configurations select it. */
+  snippetView: (row: PromptSnippetEntity) => PromptSnippet;
 }
 
 export function createLoaders(services: Services): Loaders {
-  let activeSnippets: Promise<PromptSnippetEntity[]> | null = null;
+  let activeSnippets: Promise<ActiveSnippetIndex> | null = null;
+  const views = new WeakMap<PromptSnippetEntity, PromptSnippet>();
   return {
     modelByUid: new DataLoader(async (uids) => {
       const rows = await services.models.findByUids(uids);
@@ -38,6 +43,11 @@ export function createLoaders(services: Services): Loaders {
       const map = await services.configurations.skillsByConfiguration(uids);
       return uids.map((uid) => map.get(uid) ?? []);
     }),
-    activeSnippets: () => (activeSnippets ??= services.snippets.allActive()),
+    activeSnippets: () => (activeSnippets ??= services.snippets.allActive().then((rows) => new ActiveSnippetIndex(rows))),
+    snippetView: (row) => {
+      let view = views.get(row);
+      if (!view) views.set(row, (view = toPromptSnippet(row)));
+      return view;
+    },
   };
 }

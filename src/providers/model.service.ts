@@ -1,4 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
+import { getEntities } from '../db/raw-rows';
 import { assertIdentifierAvailable, findLiveByIdentifierOrFail, findLiveOrFail, normalizeIdentifier, optionalText, requireName } from '../db/record-rules';
 import { configurationsUsingModel } from '../configurations/configuration-usage';
 import { BadUserInputError, ConflictError } from '../shared/errors';
@@ -52,7 +53,7 @@ export class ModelService {
 
   async findByUids(uids: readonly number[]): Promise<ModelEntity[]> {
     if (uids.length === 0) return [];
-    return this.dataSource.getRepository(ModelEntity).createQueryBuilder('m').where('m.uid IN (:...uids) AND m.deleted = 0', { uids: [...uids] }).getMany();
+    return getEntities(this.dataSource, this.dataSource.getRepository(ModelEntity).createQueryBuilder('m').where('m.uid IN (:...uids) AND m.deleted = 0', { uids: [...uids] }));
   }
 
   async pricesByModelUids(uids: readonly number[]): Promise<ModelPriceEntity[]> {

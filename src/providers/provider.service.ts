@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { AppConfig } from '../config';
+import { getEntities } from '../db/raw-rows';
 import { assertIdentifierAvailable, findLiveOrFail, normalizeIdentifier, optionalText, requireName } from '../db/record-rules';
 import { BadUserInputError, ConflictError } from '../shared/errors';
 import type { KeyedMutex } from '../shared/keyed-mutex';
@@ -58,7 +59,7 @@ export class ProviderService {
 
   async findByUids(uids: readonly number[]): Promise<ProviderEntity[]> {
     if (uids.length === 0) return [];
-    return this.dataSource.getRepository(ProviderEntity).createQueryBuilder('p').where('p.uid IN (:...uids) AND p.deleted = 0', { uids: [...uids] }).getMany();
+    return getEntities(this.dataSource, this.dataSource.getRepository(ProviderEntity).createQueryBuilder('p').where('p.uid IN (:...uids) AND p.deleted = 0', { uids: [...uids] }));
   }
 
   async findByIdentifier(identifier: string): Promise<ProviderEntity | null> {

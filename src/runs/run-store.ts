@@ -6,6 +6,7 @@ import type { DataSource } from 'typeorm';
 import { unixNow } from '../shared/time';
 import { AgentRunEventEntity } from './agent-run-event.entity';
 import { AgentRunEntity } from './agent-run.entity';
+import { RunLeaseEntity } from './run-lease.entity';
 import type { EndStep, RunStep } from './engine/run-step';
 import type { StoredStep } from './trace-bus';
 
@@ -66,9 +67,54 @@ export class RunStore {
       await this.dataSource.transaction(async (manager) => {
         await manager.insert(AgentRunEventEntity, event);
         await manager.update(AgentRunEntity, { uid: runUid }, runRowFromEnd(step));
+        await manager.delete(RunLeaseEntity, { runUid });
       });
     }
     return { ...payload, sequence, kind, round, durationMs: event.durationMs };
+  }
+
+  /**
+   * Closes a run from outside its loop (interrupted, internal error). The
+   * status changes only if the run is still open, so two instances can never
+   * both write an END; returns whether this call closed it.
+   */
+  async closeIfOpen(runUid: number, sequence: number, end: EndStep): Promise<StoredStep | null> {
+    const { kind, round, durationMs, ...payload } = end;
+    return this.dataSource.transaction(async (manager) => {
+      const result = await manager
+        .createQueryBuilder()
+        .update(AgentRunEntity)
+        .set(runRowFromEnd(end))
+        .where('uid = :runUid AND status IN (:...open)', { runUid, open: ['QUEUED', 'RUNNING'] })
+        .execute();
+      if (!result.affected) return null;
+      await manager.insert(AgentRunEventEntity, { run: runUid, sequence, kind, round, durationMs, payload: JSON.stringify(payload), crdate: unixNow() });
+      await manager.delete(RunLeaseEntity, { runUid });
+      return { ...payload, sequence, kind, round, durationMs };
+    });
+  }
+
+  async takeLease(runUid: number, instanceId: string): Promise<void> {
+    await this.dataSource.getRepository(RunLeaseEntity).insert({ runUid, instanceId, heartbeatAt: unixNow() });
+  }
+
+  async releaseLease(runUid: number): Promise<void> {
+    await this.dataSource.getRepository(RunLeaseEntity).delete({ runUid });
+  }
+
+  async heartbeat(instanceId: string): Promise<void> {
+    await this.dataSource.getRepository(RunLeaseEntity).update({ instanceId }, { heartbeatAt: unixNow() });
+  }
+
+  /** Open runs nobody is working on: no lease, or a lease older than `staleSeconds`. */
+  async orphanedRuns(staleSeconds: number): Promise<AgentRunEntity[]> {
+    return this.dataSource
+      .getRepository(AgentRunEntity)
+      .createQueryBuilder('r')
+      .leftJoin(RunLeaseEntity, 'l', 'l.run_uid = r.uid')
+      .where('r.status IN (:...statuses)', { statuses: ['QUEUED', 'RUNNING'] })
+      .andWhere('(l.run_uid IS NULL OR l.heartbeat_at < :cutoff)', { cutoff: unixNow() - staleSeconds })
+      .getMany();
   }
 
   async findRun(uuid: string): Promise<AgentRunEntity | null> {
@@ -111,13 +157,6 @@ export class RunStore {
     return Number(row?.max ?? 0) || 0;
   }
 
-  async unfinishedRuns(): Promise<AgentRunEntity[]> {
-    return this.dataSource
-      .getRepository(AgentRunEntity)
-      .createQueryBuilder('r')
-      .where('r.status IN (:...statuses)', { statuses: ['QUEUED', 'RUNNING'] })
-      .getMany();
-  }
 }
 
 function runRowFromEnd(step: EndStep): Partial<AgentRunEntity> {

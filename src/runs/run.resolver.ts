@@ -76,7 +76,7 @@ export class RunResolver {
       'Replays the stored steps with sequence > afterSequence, then streams new ones live, with no gap and no duplicate; ends after the END step. A watcher that falls too far behind gets a SUBSCRIBER_LAGGED error naming the afterSequence to resubscribe with.',
     subscribe: ({ args, context }: SubscribeResolverData<unknown, TraceArgs, GraphQLContext>) => {
       requireCaller(context);
-      return context.services.runs.trace(args.runId, args.afterSequence ?? 0);
+      return context.services.runs.openTrace(args.runId, args.afterSequence ?? 0);
     },
   })
   runTrace(
@@ -91,7 +91,7 @@ export class RunResolver {
     description: 'Live content and thinking deltas while a run\'s model calls stream. Not stored and not replayed; ends with the run.',
     subscribe: ({ args, context }: SubscribeResolverData<unknown, { runId: string }, GraphQLContext>) => {
       requireCaller(context);
-      return context.services.runs.deltas(args.runId);
+      return context.services.runs.openDeltas(args.runId);
     },
   })
   runDeltas(@Root() payload: EngineDelta | SubscriberLaggedError, @Arg('runId', () => ID) _runId: string): RunDelta {

@@ -17,7 +17,7 @@ import type { ProviderService } from '../providers/provider.service';
 import { BadUserInputError, ForbiddenError, NotFoundError, SubscriberLaggedError } from '../shared/errors';
 import type { SkillService } from '../skills/skill.service';
 import type { SkillEntity } from '../skills/skill.entity';
-import type { PromptSnippetEntity } from '../snippets/snippet.entity';
+import { ActiveSnippetIndex } from '../snippets/snippet.service';
 import type { SnippetService } from '../snippets/snippet.service';
 import type { AgentRunEntity } from './agent-run.entity';
 import { runAgentLoop, type AgentLoopInput } from './engine/agent-loop';
@@ -65,9 +65,17 @@ interface ActiveRun {
   done: Promise<void>;
 }
 
+/** How often an instance renews the leases of its runs, and when another instance may take a lease as dead. */
+const HEARTBEAT_SECONDS = 10;
+const STALE_LEASE_SECONDS = 45;
+/** How long cancelRun waits for another instance to end a run it was asked to cancel. */
+const REMOTE_CANCEL_WAIT_MS = 10_000;
+
 export class RunService {
   readonly store: RunStore;
+  readonly instanceId = crypto.randomUUID();
   private readonly active = new Map<string, ActiveRun>();
+  private heartbeatTimer: NodeJS.Timeout | null = null;
 
   constructor(
     dataSource: ConstructorParameters<typeof RunStore>[0],
@@ -128,7 +136,7 @@ export class RunService {
     if (provider && !provider.isActive && !dryRun) throw new BadUserInputError(`The provider "${provider.identifier}" is inactive`, 'configuration');
 
     const [activeSnippets, skillMap, prices] = await Promise.all([
-      this.snippets.allActive(),
+      this.snippets.allActive().then((rows) => new ActiveSnippetIndex(rows)),
       this.configurations.skillsByConfiguration([configuration.uid]),
       model ? this.models.pricesFor(model) : Promise.resolve(null),
     ]);
@@ -160,7 +168,15 @@ export class RunService {
       stream: request.stream === true,
     };
 
-    const done = this.execute(row, loopInput).finally(() => this.active.delete(row.uuid));
+    await this.store.takeLease(row.uid, this.instanceId);
+    // cancelRun may arrive at another instance; it asks over the bus.
+    const stopListening = this.bus.subscribe(row.uuid, (message) => {
+      if (message.type === 'cancel') controller.abort();
+    });
+    const done = this.execute(row, loopInput).finally(() => {
+      stopListening();
+      this.active.delete(row.uuid);
+    });
     this.active.set(row.uuid, { controller, dryRun, done });
     this.logger.info({ runId: row.uuid, configuration: configuration.identifier, dryRun, by: caller.name }, 'run started');
     return { row, dryRun, finalContent: null, error: null };
@@ -200,6 +216,8 @@ export class RunService {
     if (active) {
       active.controller.abort();
       await active.done;
+    } else if (row.status === 'QUEUED' || row.status === 'RUNNING') {
+      await this.cancelElsewhere(row);
     }
     return this.view((await this.store.findRun(uuid)) ?? row);
   }
@@ -220,6 +238,40 @@ export class RunService {
     return this.store.stepsAfter(runUid, afterSequence);
   }
 
+  /** Asks the instance running `row` to abort it and waits (bounded) for its END step. */
+  private async cancelElsewhere(row: AgentRunEntity): Promise<void> {
+    const ended = new Promise<void>((resolve) => {
+      const timer = setTimeout(finish, REMOTE_CANCEL_WAIT_MS);
+      const unsubscribe = this.bus.subscribe(row.uuid, (message) => {
+        if (message.type === 'step' && message.step.kind === 'end') finish();
+      });
+      function finish() {
+        clearTimeout(timer);
+        unsubscribe();
+        resolve();
+      }
+    });
+    this.bus.publish(row.uuid, { type: 'cancel' });
+    await ended;
+  }
+
+  /** Renews this instance's leases and closes runs whose owner died, until `stop()`. */
+  startHousekeeping(): void {
+    if (this.heartbeatTimer) return;
+    let beats = 0;
+    this.heartbeatTimer = setInterval(() => {
+      beats += 1;
+      const work = this.store.heartbeat(this.instanceId).then(() => (beats % 3 === 0 ? this.recoverInterrupted() : 0));
+      work.catch((error: unknown) => this.logger.warn({ err: error }, 'run housekeeping failed; will retry'));
+    }, HEARTBEAT_SECONDS * 1000);
+    this.heartbeatTimer.unref();
+  }
+
+  stopHousekeeping(): void {
+    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+    this.heartbeatTimer = null;
+  }
+
   /** Waits for every run of this process to finish (graceful shutdown, tests). */
   async drain(cancel: boolean): Promise<void> {
     const runs = [...this.active.values()];
@@ -227,15 +279,21 @@ export class RunService {
     await Promise.allSettled(runs.map((run) => run.done));
   }
 
-  /** A run left RUNNING or QUEUED by a process that died is FAILED, reason `interrupted`, with an END step. */
+  /**
+   * A run left RUNNING or QUEUED by a process that died — no lease, or a lease
+   * its owner stopped renewing — is FAILED, reason `interrupted`, with an END step.
+   */
   async recoverInterrupted(): Promise<number> {
-    const rows = await this.store.unfinishedRuns();
+    const rows = await this.store.orphanedRuns(STALE_LEASE_SECONDS);
+    let closed = 0;
     for (const row of rows) {
       if (this.active.has(row.uuid)) continue;
-      await this.closeAsFailed(row, await this.store.lastSequence(row.uid), 'interrupted', 'The server stopped while this run was in progress.');
-      this.logger.warn({ runId: row.uuid }, 'marked an interrupted run as failed');
+      if (await this.closeAsFailed(row, await this.store.lastSequence(row.uid), 'interrupted', 'The server stopped while this run was in progress.')) {
+        closed += 1;
+        this.logger.warn({ runId: row.uuid }, 'marked an interrupted run as failed');
+      }
     }
-    return rows.length;
+    return closed;
   }
 
   /**
@@ -244,9 +302,14 @@ export class RunService {
    * between the two; sequence numbers drop duplicates and reveal gaps, which
    * are filled from the table.
    */
-  async *trace(uuid: string, afterSequence: number): AsyncGenerator<StoredStep | SubscriberLaggedError> {
+  async openTrace(uuid: string, afterSequence: number): Promise<AsyncGenerator<StoredStep | SubscriberLaggedError>> {
     const row = await this.store.findRun(uuid);
     if (!row) throw new NotFoundError(`No run with id "${uuid}"`, 'runId');
+    return this.trace(row, afterSequence);
+  }
+
+  private async *trace(row: AgentRunEntity, afterSequence: number): AsyncGenerator<StoredStep | SubscriberLaggedError> {
+    const uuid = row.uuid;
     const queue = new BoundedQueue<StoredStep>(this.options.watcherQueueSize);
     const unsubscribe = this.bus.subscribe(uuid, (message) => {
       if (message.type === 'step') queue.push(message.step);
@@ -258,6 +321,10 @@ export class RunService {
         last = step.sequence;
         if (step.kind === 'end') return;
       }
+      // A client resuming at or after END has nothing left to receive. The row was
+      // read before the listener was attached, and END shares the status update's
+      // transaction, so a finished status here means END is already stored.
+      if (row.status !== 'QUEUED' && row.status !== 'RUNNING') return;
       for (;;) {
         const next = await queue.next();
         if (next.done) {
@@ -284,14 +351,19 @@ export class RunService {
   }
 
   /** Live content/thinking deltas of a running run; not stored, so there is nothing to replay. Ends with the run. */
-  async *deltas(uuid: string): AsyncGenerator<RunDelta | SubscriberLaggedError> {
+  async openDeltas(uuid: string): Promise<AsyncGenerator<RunDelta | SubscriberLaggedError>> {
     const row = await this.store.findRun(uuid);
     if (!row) throw new NotFoundError(`No run with id "${uuid}"`, 'runId');
+    return this.deltas(row);
+  }
+
+  private async *deltas(row: AgentRunEntity): AsyncGenerator<RunDelta | SubscriberLaggedError> {
+    const uuid = row.uuid;
     if (!this.active.has(uuid) && row.status !== 'QUEUED' && row.status !== 'RUNNING') return;
     const queue = new BoundedQueue<RunDelta | null>(this.options.watcherQueueSize * 16);
     const unsubscribe = this.bus.subscribe(uuid, (message) => {
       if (message.type === 'delta') queue.push(message.delta);
-      else if (message.step.kind === 'end') queue.push(null);
+      else if (message.type === 'step' && message.step.kind === 'end') queue.push(null);
     });
     try {
       for (;;) {
@@ -323,7 +395,7 @@ export class RunService {
     };
   }
 
-  private async closeAsFailed(row: AgentRunEntity, lastSequence: number, reason: string, error: string): Promise<void> {
+  private async closeAsFailed(row: AgentRunEntity, lastSequence: number, reason: string, error: string): Promise<boolean> {
     const end = {
       kind: 'end',
       round: 0,
@@ -342,8 +414,9 @@ export class RunService {
       errorClass: reason === 'interrupted' ? 'Interrupted' : 'InternalError',
       dryRun: false,
     } as unknown as EndStep;
-    const stored = await this.store.appendStep(row.uid, lastSequence + 1, end);
-    this.bus.publish(row.uuid, { type: 'step', step: stored });
+    const stored = await this.store.closeIfOpen(row.uid, lastSequence + 1, end);
+    if (stored) this.bus.publish(row.uuid, { type: 'step', step: stored });
+    return stored !== null;
   }
 }
 
@@ -362,7 +435,7 @@ function toSkillInput(skill: SkillEntity): SkillInput {
 function callOptionsFor(
   configuration: ConfigurationEntity,
   model: ModelEntity | null,
-  activeSnippets: readonly PromptSnippetEntity[],
+  activeSnippets: ActiveSnippetIndex,
   overrides: Record<string, unknown>,
 ): CallOptions {
   const { system_prompt: _systemPrompt, ...options } = callOptionsOf(configuration, model, activeSnippets, overrides);

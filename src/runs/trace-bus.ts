@@ -17,7 +17,11 @@ export interface StoredStep {
   [field: string]: unknown;
 }
 
-export type BusMessage = { type: 'step'; step: StoredStep } | { type: 'delta'; delta: RunDelta };
+export type BusMessage =
+  | { type: 'step'; step: StoredStep }
+  | { type: 'delta'; delta: RunDelta }
+  /** Asks whichever instance executes the run to abort it. */
+  | { type: 'cancel' };
 
 export type BusListener = (message: BusMessage) => void;
 

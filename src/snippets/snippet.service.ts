@@ -1,11 +1,12 @@
 import type { DataSource, EntityManager } from 'typeorm';
+import { getEntities } from '../db/raw-rows';
 import { assertIdentifierAvailable, checkPage, findLiveOrFail, normalizeIdentifier, optionalText, type Page, requireName } from '../db/record-rules';
 import { BadUserInputError, NotFoundError } from '../shared/errors';
 import type { KeyedMutex } from '../shared/keyed-mutex';
 import { unixNow } from '../shared/time';
 import { parseMetadataForWrite } from './snippet-metadata';
 import { PromptSnippetEntity } from './snippet.entity';
-import { hasTag, normalizeTag, tagVocabulary, validateTagsForWrite } from './tag-rules';
+import { hasTag, normalizeTag, parseTags, tagVocabulary, validateTagsForWrite } from './tag-rules';
 
 export interface SnippetWrite {
   identifier?: string;
@@ -46,14 +47,10 @@ export class SnippetService {
 
   /** Every active, non-deleted snippet in list order: one query, shared by all tag lookups of a request. */
   async allActive(): Promise<PromptSnippetEntity[]> {
-    const rows = await this.dataSource
-      .getRepository(PromptSnippetEntity)
-      .createQueryBuilder('s')
-      .where('s.deleted = 0 AND s.is_active = 1')
-      .orderBy('s.sorting', 'ASC')
-      .addOrderBy('s.name', 'ASC')
-      .addOrderBy('s.uid', 'ASC')
-      .getMany();
+    const rows = await getEntities(
+      this.dataSource,
+      this.dataSource.getRepository(PromptSnippetEntity).createQueryBuilder('s').where('s.deleted = 0 AND s.is_active = 1').orderBy('s.sorting', 'ASC').addOrderBy('s.name', 'ASC').addOrderBy('s.uid', 'ASC'),
+    );
     return rows.sort(byListOrder);
   }
 
@@ -71,8 +68,8 @@ export class SnippetService {
       .orderBy('s.sorting', 'ASC')
       .addOrderBy('s.name', 'ASC')
       .addOrderBy('s.uid', 'ASC')
-      .take(limit)
-      .skip(offset);
+      .limit(limit)
+      .offset(offset);
     if (filter.search) {
       // '!' escapes LIKE wildcards: a backslash would need different quoting in MySQL and SQLite.
       const pattern = `%${filter.search.toLowerCase().replace(/[!%_]/g, (c) => `!${c}`)}%`;
@@ -81,7 +78,7 @@ export class SnippetService {
         { pattern },
       );
     }
-    return query.getMany();
+    return getEntities(this.dataSource, query);
   }
 
   async findByUid(uid: number): Promise<PromptSnippetEntity | null> {
@@ -153,6 +150,31 @@ export class SnippetService {
       await manager.update(PromptSnippetEntity, { uid }, { deleted: true, tstamp: unixNow() });
       return true;
     });
+  }
+}
+
+/**
+ * The active snippets of one request, indexed by normalised tag once, so that
+ * any number of tag lookups (50 configurations × their tags) cost a map read.
+ * Each tag's list keeps list order and holds a snippet once.
+ */
+export class ActiveSnippetIndex {
+  private readonly byTag = new Map<string, PromptSnippetEntity[]>();
+
+  constructor(readonly rows: readonly PromptSnippetEntity[]) {
+    for (const row of rows) {
+      for (const tag of new Set(parseTags(row.tags))) {
+        const list = this.byTag.get(tag);
+        if (list) list.push(row);
+        else this.byTag.set(tag, [row]);
+      }
+    }
+  }
+
+  /** `activeByTag` of behaviour.md §3.3 over this index. */
+  activeByTag(tag: string): readonly PromptSnippetEntity[] {
+    const wanted = normalizeTag(tag);
+    return wanted === '' ? [] : (this.byTag.get(wanted) ?? []);
   }
 }
 

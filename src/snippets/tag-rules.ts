@@ -38,8 +38,12 @@ export function trimWhitespace(text: string): string {
  * TYPO3 keeps distinct must stay distinct here.
  */
 export function lowerCaseAscii(text: string): string {
-  return text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
+  // Hot path (every tag of every snippet on each lookup): most tags are already lower-case.
+  return HAS_ASCII_UPPER.test(text) ? text.replace(ASCII_UPPER_RUNS, (letters) => letters.toLowerCase()) : text;
 }
+
+const HAS_ASCII_UPPER = /[A-Z]/;
+const ASCII_UPPER_RUNS = /[A-Z]+/g;
 
 /**
  * Normalises one tag: PHP-trimmed, ASCII letters lower-cased. The result may

@@ -31,11 +31,13 @@ describe.each(testDialects)('migrations on %s', (dialect) => {
     const { dataSource } = await createDataSource({ database: database.config, schemaMode: 'shared' });
     try {
       await dataSource.runMigrations({ transaction: 'each' });
-      const runner = dataSource.createQueryRunner();
-      const tables = (await runner.getTables()).map((table) => table.name.replace(/^.*\./, ''));
-      await runner.release();
+      const tables = (
+        (await database.query(
+          dialect === 'mysql' ? 'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = DATABASE()' : "SELECT name FROM sqlite_master WHERE type = 'table'",
+        )) as { name: string }[]
+      ).map((row) => row.name);
       expect(tables.filter((name) => name.startsWith('tx_nrllm_'))).toEqual([]);
-      expect(tables).toEqual(expect.arrayContaining(['promptwire_api_token', 'promptwire_model_price']));
+      expect(tables).toEqual(expect.arrayContaining(['promptwire_api_token', 'promptwire_model_price', 'promptwire_run_lease']));
     } finally {
       await dataSource.destroy();
       await database.drop();

@@ -104,7 +104,13 @@ type Block =
   | { type: 'tool_use'; id: string | null; name: string | null; input: unknown };
 
 /** Signed thinking blocks to send back in front of the tool calls they led to. */
-type ReplayBlock = { type: 'thinking'; thinking: string; signature: string } | { type: 'redacted_thinking'; data: string };
+const replayBlocksSchema = z.array(
+  z.union([
+    z.object({ type: z.literal('thinking'), thinking: z.string(), signature: z.string() }),
+    z.object({ type: z.literal('redacted_thinking'), data: z.string() }),
+  ]),
+);
+type ReplayBlock = z.output<typeof replayBlocksSchema>[number];
 
 export class AnthropicAdapter extends HttpChatAdapter {
   readonly adapterType = 'anthropic' as const;
@@ -219,12 +225,15 @@ function replayedThinking(call: ToolCall | undefined): ReplayBlock[] {
   if (call === undefined) return [];
   const payload = decodeReplay(call, 'anthropic');
   if (payload === null) return [];
+  let parsed: unknown;
   try {
-    const parsed: unknown = JSON.parse(payload);
-    return Array.isArray(parsed) ? (parsed as ReplayBlock[]) : [];
+    parsed = JSON.parse(payload);
   } catch {
     return [];
   }
+  // Stored state can be edited or truncated; a broken replay is dropped rather than sent.
+  const blocks = replayBlocksSchema.safeParse(parsed);
+  return blocks.success ? blocks.data : [];
 }
 
 function toBlock(block: z.output<typeof blockSchema>): Block | null {

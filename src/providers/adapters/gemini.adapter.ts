@@ -152,13 +152,13 @@ export class GeminiAdapter extends HttpChatAdapter {
   }
 
   protected decodeResponse(body: unknown, context: WireContext): DecodedResult {
-    const decoder = new GeminiDecoder(context);
+    const decoder = new GeminiDecoder(context, true);
     decoder.accept(body);
     return decoder.finish();
   }
 
   protected createStreamDecoder(context: WireContext): StreamDecoder {
-    return new GeminiDecoder(context);
+    return new GeminiDecoder(context, false);
   }
 
   private toContents(turns: ReadonlyArray<Exclude<ChatMessage, { role: 'system' }>>, names: Map<string, string>): unknown[] {
@@ -234,7 +234,11 @@ class GeminiDecoder implements StreamDecoder {
   private blockReason: string | null = null;
   private usage: WireUsage | null = null;
 
-  constructor(private readonly context: WireContext) {}
+  /** `whole`: a non-streamed answer, complete by definition even if it omits the end marker. */
+  constructor(
+    private readonly context: WireContext,
+    private readonly whole: boolean,
+  ) {}
 
   accept(frame: unknown): StreamDelta[] {
     const chunk = parseWire(responseSchema, frame, this.context, 'generateContent response');
@@ -268,7 +272,7 @@ class GeminiDecoder implements StreamDecoder {
   }
 
   finish(): DecodedResult {
-    if (this.rawFinishReason === null && this.blockReason === null) {
+    if (!this.whole && this.rawFinishReason === null && this.blockReason === null) {
       throw incompleteStream(this.context, 'no finishReason');
     }
     const toolCalls: ToolCall[] = [];
@@ -278,12 +282,12 @@ class GeminiDecoder implements StreamDecoder {
     }
     let finishReason: FinishReason;
     let rawFinishReason = this.rawFinishReason;
-    if (rawFinishReason === null) {
+    if (rawFinishReason === null && this.blockReason !== null) {
       // The prompt itself was blocked: no candidate at all.
       finishReason = 'content_filter';
       rawFinishReason = this.blockReason;
     } else {
-      finishReason = FINISH_REASONS[rawFinishReason] ?? 'other';
+      finishReason = rawFinishReason === null ? 'other' : (FINISH_REASONS[rawFinishReason] ?? 'other');
       // Gemini ends a function-calling turn with STOP.
       if (finishReason === 'stop' && toolCalls.length > 0) finishReason = 'tool_calls';
     }

@@ -172,9 +172,14 @@ export abstract class HttpChatAdapter implements ChatAdapter {
     return { post, warnings, context };
   }
 
+  /** Lower-cased, so the adapter's own headers (auth, content type) replace them instead of being sent twice. */
   private customHeaders(): Record<string, string> {
-    const parsed = customHeadersSchema.safeParse(this.settings.options.customHeaders);
-    return parsed.success ? parsed.data : {};
+    const configured = this.settings.options.customHeaders;
+    // Checked before parsing: a failed safeParse builds an error object, which is not free on every call.
+    if (configured === undefined || configured === null) return {};
+    const parsed = customHeadersSchema.safeParse(configured);
+    if (!parsed.success) return {};
+    return Object.fromEntries(Object.entries(parsed.data).map(([name, value]) => [name.toLowerCase(), value]));
   }
 }
 

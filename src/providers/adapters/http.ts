@@ -37,6 +37,9 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   sleep: abortableSleep,
 };
 
+/** Stateless when called without `stream: true`, so one instance serves every call. */
+const UTF8 = new TextDecoder('utf-8');
+
 /** Used when neither the call options nor the provider row give a usable timeout (behaviour.md §5 default). */
 const FALLBACK_TIMEOUT_SECONDS = 120;
 
@@ -70,7 +73,8 @@ export class ProviderHttpClient {
       try {
         const response = await this.send(post, guard);
         // Reading the body is part of the attempt: a reset half-way through is retried like a refused connection.
-        return await response.text();
+        // arrayBuffer + one decoder call is measurably cheaper than Response.text() for large bodies.
+        return UTF8.decode(await response.arrayBuffer());
       } catch (error) {
         throw guard.translate(error, this.options.provider);
       } finally {

@@ -120,13 +120,13 @@ export class OllamaAdapter extends HttpChatAdapter {
   }
 
   protected decodeResponse(body: unknown, context: WireContext): DecodedResult {
-    const decoder = new OllamaDecoder(context);
+    const decoder = new OllamaDecoder(context, true);
     decoder.accept(body);
     return decoder.finish();
   }
 
   protected createStreamDecoder(context: WireContext): StreamDecoder {
-    return new OllamaDecoder(context);
+    return new OllamaDecoder(context, false);
   }
 }
 
@@ -170,7 +170,11 @@ class OllamaDecoder implements StreamDecoder {
   private promptTokens: number | null = null;
   private completionTokens: number | null = null;
 
-  constructor(private readonly context: WireContext) {}
+  /** `whole`: a non-streamed answer, complete by definition even if it omits the end marker. */
+  constructor(
+    private readonly context: WireContext,
+    private readonly whole: boolean,
+  ) {}
 
   accept(frame: unknown): StreamDelta[] {
     const line = parseWire(lineSchema, frame, this.context, 'chat response');
@@ -209,7 +213,7 @@ class OllamaDecoder implements StreamDecoder {
   }
 
   finish(): DecodedResult {
-    if (!this.complete) throw incompleteStream(this.context, 'no line with done: true');
+    if (!this.whole && !this.complete) throw incompleteStream(this.context, 'no line with done: true');
     const toolCalls: ToolCall[] = [];
     for (const raw of this.rawCalls) {
       const call = normaliseToolCall(raw, this.context);

@@ -25,7 +25,7 @@ import {
   incompleteStream,
 } from './http-chat-adapter';
 import { ThinkTagSplitter } from './think-tags';
-import { type RawToolCall, normaliseToolCall } from './tool-calls';
+import { type RawToolCall, isJsonObject, normaliseToolCall } from './tool-calls';
 import type { AdapterType, ChatMessage, ChatRequest, FinishReason, ProviderSettings, ToolCall } from './types';
 import { buildUsage, ZERO_USAGE } from './usage';
 import { type WireContext, parseWire } from './wire';
@@ -91,17 +91,29 @@ const contentPartSchema = z.looseObject({
 });
 const contentSchema = z.union([z.string(), z.array(z.unknown())]).nullish();
 
-/** Validated one by one, so one malformed call is skipped instead of failing the body. */
-const toolCallSchema = z.looseObject({
-  index: z.number().nullish(),
-  id: z.string().nullish(),
-  function: z
-    .looseObject({
-      name: z.string().nullish(),
-      arguments: z.unknown(),
-    })
-    .nullish(),
+/**
+ * Tool calls are read field by field into the service's own shape, so their
+ * schema strips unknown keys instead of copying them: with hundreds of calls
+ * in one answer the copy is most of the validation cost.
+ */
+const toolCallSchema = z.object({
+  /** Read with `callId`: some compatible servers send numbers. */
+  id: z.unknown(),
+  function: z.object({ name: z.string().nullish(), arguments: z.unknown() }),
 });
+type WireToolCall = z.output<typeof toolCallSchema>;
+
+/** Streamed calls add the `index` that ties fragments together; the function may be absent from a fragment. */
+const toolCallDeltaSchema = z.object({
+  index: z.number().nullish(),
+  id: z.unknown(),
+  function: z.object({ name: z.string().nullish(), arguments: z.unknown() }).nullish(),
+});
+type WireToolCallDelta = z.output<typeof toolCallDeltaSchema>;
+
+/** An unreadable entry becomes null instead of failing the body; it is then skipped with a warning. */
+const toolCallsSchema = z.array(toolCallSchema.nullable().catch(null)).nullish();
+const toolCallDeltasSchema = z.array(toolCallDeltaSchema.nullable().catch(null)).nullish();
 
 const usageSchema = z.looseObject({
   prompt_tokens: z.number().nullish(),
@@ -112,13 +124,14 @@ const usageSchema = z.looseObject({
 
 const errorSchema = z.unknown();
 
-const messageSchema = z.looseObject({
+const messageFields = {
   content: contentSchema,
   refusal: z.string().nullish(),
   reasoning_content: z.string().nullish(),
   reasoning: z.string().nullish(),
-  tool_calls: z.array(z.unknown()).nullish(),
-});
+};
+const messageSchema = z.looseObject({ ...messageFields, tool_calls: toolCallsSchema });
+const deltaSchema = z.looseObject({ ...messageFields, tool_calls: toolCallDeltasSchema });
 
 const responseSchema = z.looseObject({
   choices: z.array(z.looseObject({ message: messageSchema.nullish(), finish_reason: z.string().nullish() })).nullish(),
@@ -127,7 +140,7 @@ const responseSchema = z.looseObject({
 });
 
 const chunkSchema = z.looseObject({
-  choices: z.array(z.looseObject({ delta: messageSchema.nullish(), finish_reason: z.string().nullish() })).nullish(),
+  choices: z.array(z.looseObject({ delta: deltaSchema.nullish(), finish_reason: z.string().nullish() })).nullish(),
   usage: usageSchema.nullish(),
   /** Groq reports stream usage here instead of `usage`. */
   x_groq: z.looseObject({ usage: usageSchema.nullish() }).nullish(),
@@ -200,7 +213,7 @@ export class OpenAiCompatibleAdapter extends HttpChatAdapter {
     const splitter = new ThinkTagSplitter();
     splitter.push(content.text);
     splitter.end();
-    const rawCalls = (message?.tool_calls ?? []).map((item) => toRawToolCall(item));
+    const rawCalls = (message?.tool_calls ?? []).map(toRawToolCall);
     return assemble({
       split: splitter.result(),
       refusal: message?.refusal ?? '',
@@ -262,11 +275,17 @@ function readContent(content: z.output<typeof contentSchema>): { text: string; t
   return { text, thinking };
 }
 
-function toRawToolCall(item: unknown): RawToolCall {
-  const parsed = toolCallSchema.safeParse(item);
+function toRawToolCall(item: WireToolCall | null): RawToolCall {
   // An unreadable entry becomes a nameless call, which `normaliseToolCall` skips with a warning.
-  if (!parsed.success) return {};
-  return { id: parsed.data.id ?? null, name: parsed.data.function?.name ?? null, arguments: parsed.data.function?.arguments };
+  if (item === null) return {};
+  return { id: callId(item.id), name: item.function.name ?? null, arguments: item.function.arguments };
+}
+
+/** The call id as text; null (an id is then invented) when there is none. */
+function callId(value: unknown): string | null {
+  if (typeof value === 'string' && value !== '') return value;
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  return null;
 }
 
 function throwIfErrorBody(error: unknown, context: WireContext): void {
@@ -398,32 +417,32 @@ class OpenAiStreamDecoder implements StreamDecoder {
    * rest argument fragments. A server that sends whole calls without an index
    * starts a new call each time it sends an id.
    */
-  private acceptToolCallDelta(item: unknown): void {
-    const parsed = toolCallSchema.safeParse(item);
-    if (!parsed.success) {
+  private acceptToolCallDelta(item: WireToolCallDelta | null): void {
+    if (item === null) {
       this.calls.push({ id: null, name: '', arguments: '' });
       return;
     }
-    const { index, id, function: fn } = parsed.data;
+    const { index, function: fn } = item;
+    const id = callId(item.id);
     let call = typeof index === 'number' ? this.callsByIndex.get(index) : undefined;
     if (call === undefined && typeof index !== 'number') {
       const last = this.calls[this.calls.length - 1];
-      call = typeof id === 'string' && id !== '' ? this.calls.find((known) => known.id === id) : last;
+      call = id !== null ? this.calls.find((known) => known.id === id) : last;
     }
     // Same index, different id: a server reusing index 0 for every call.
-    if (call !== undefined && typeof id === 'string' && id !== '' && call.id !== null && call.id !== id) call = undefined;
+    if (call !== undefined && id !== null && call.id !== null && call.id !== id) call = undefined;
     if (call === undefined) {
       call = { id: null, name: '', arguments: '' };
       this.calls.push(call);
       if (typeof index === 'number') this.callsByIndex.set(index, call);
     }
-    if (typeof id === 'string' && id !== '' && call.id === null) call.id = id;
+    if (id !== null && call.id === null) call.id = id;
     if (typeof fn?.name === 'string' && fn.name !== '' && call.name === '') call.name = fn.name;
     const args = fn?.arguments;
     if (typeof args === 'string') {
       call.arguments = typeof call.arguments === 'string' ? call.arguments + args : args;
-    } else if (typeof args === 'object' && args !== null && !Array.isArray(args)) {
-      call.arguments = args as Record<string, unknown>;
+    } else if (isJsonObject(args)) {
+      call.arguments = args;
     }
   }
 }

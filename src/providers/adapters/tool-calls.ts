@@ -57,7 +57,7 @@ export function normaliseToolCall(
 export function serialiseArguments(value: unknown): string | null {
   if (value === undefined || value === null) return '{}';
   if (typeof value === 'string') {
-    if (value.trim() === '') return '{}';
+    if (isBlank(value)) return '{}';
     let parsed: unknown;
     try {
       parsed = JSON.parse(value);
@@ -80,6 +80,15 @@ export function argumentsAsObject(args: string): Record<string, unknown> {
   }
 }
 
-function isJsonObject(value: unknown): value is Record<string, unknown> {
+/** Like `value.trim() === ''` without copying the string; arguments are usually long and start with `{`. */
+function isBlank(value: string): boolean {
+  for (let index = 0; index < value.length; index++) {
+    const code = value.charCodeAt(index);
+    if (code !== 0x20 && code !== 0x0a && code !== 0x0d && code !== 0x09) return false;
+  }
+  return true;
+}
+
+export function isJsonObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

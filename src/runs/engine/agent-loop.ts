@@ -526,6 +526,8 @@ class AgentLoopRun {
           name: call.function.name,
           arguments: call.function.arguments.trim() === '' ? '{}' : call.function.arguments,
         },
+        // Provider state the next round must send back (Gemini thought signatures, Anthropic signed thinking).
+        ...(call.providerReplay !== undefined ? { providerReplay: call.providerReplay } : {}),
       })),
     });
   }
@@ -664,9 +666,10 @@ class AgentLoopRun {
 }
 
 /**
- * Runs the agent loop for one run and resolves with its outcome. It does not
- * reject: failures end the run (FAILED / CANCELLED) and are in the outcome and
- * the `end` step.
+ * Runs the agent loop for one run and resolves with its outcome. A run's
+ * failures (provider errors, cancellation, a step that cannot be recorded)
+ * do not reject: they end the run (FAILED / CANCELLED) and are in the outcome
+ * and the `end` step.
  */
 export function runAgentLoop(input: AgentLoopInput, hooks: AgentLoopHooks): Promise<LoopOutcome> {
   return new AgentLoopRun(input, hooks).execute();

@@ -145,7 +145,7 @@ export function nextCalibration(current: number, reportedPromptTokens: number, r
 }
 
 export interface ContextFit {
-  /** What to send: the input itself when it fits, else a pruned copy. */
+  /** What to send: a copy of the input when it fits, else the pruned list. */
   messages: ChatMessage[];
   /** How many whole turns were dropped. */
   droppedTurns: number;

@@ -1,0 +1,142 @@
+import path from 'node:path';
+import { ConfigError, loadConfig } from './config';
+
+function problemsOf(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  throw new Error('loadConfig accepted the environment');
+}
+
+describe('loadConfig', () => {
+  it('defaults match api.md', () => {
+    const config = loadConfig({});
+    expect(config.port).toBe(4000);
+    expect(config.host).toBe('127.0.0.1');
+    expect(config.database).toEqual({ kind: 'sqlite', file: path.resolve('./data/app.sqlite'), dataDirectory: path.resolve('./data') });
+    expect(config.adminToken).toBeNull();
+    expect(config.redisUrl).toBeNull();
+    expect(config.schemaMode).toBe('own');
+    expect(config.runMigrations).toBe(true);
+    expect(config.secretKey).toBeNull();
+    expect(config.logLevel).toBe('info');
+    expect(config.introspection).toBe(true);
+  });
+
+  it('reads nothing but the environment it is given', () => {
+    const saved = process.env.PORT;
+    process.env.PORT = '5555';
+    try {
+      expect(loadConfig({}).port).toBe(4000);
+    } finally {
+      if (saved === undefined) delete process.env.PORT;
+      else process.env.PORT = saved;
+    }
+  });
+
+  it('empty values mean "use the default"', () => {
+    const config = loadConfig({ PORT: '', HOST: '', DATABASE_URL: '', SCHEMA_MODE: '', RUN_MIGRATIONS: '', LOG_LEVEL: '' });
+    expect(config.port).toBe(4000);
+    expect(config.host).toBe('127.0.0.1');
+    expect(config.database.kind).toBe('sqlite');
+    expect(config.schemaMode).toBe('own');
+    expect(config.runMigrations).toBe(true);
+    expect(config.logLevel).toBe('info');
+  });
+
+  it('lists every problem at once', () => {
+    const thrown = (() => {
+      try {
+        loadConfig({ PORT: 'eighty', SCHEMA_MODE: 'mine', LOG_LEVEL: 'loud', DATABASE_URL: 'postgres://db/app' });
+      } catch (error) {
+        return error;
+      }
+      return null;
+    })();
+    expect(thrown).toBeInstanceOf(ConfigError);
+    const problems = (thrown as ConfigError).problems;
+    expect(problems).toHaveLength(4);
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^PORT .*"eighty"/),
+        expect.stringMatching(/^SCHEMA_MODE .*"mine"/),
+        expect.stringMatching(/^LOG_LEVEL .*"loud"/),
+        expect.stringMatching(/^DATABASE_URL .*postgres/),
+      ]),
+    );
+    // The message names every problem too: main.ts prints it as it is.
+    for (const name of ['PORT', 'SCHEMA_MODE', 'LOG_LEVEL', 'DATABASE_URL']) expect((thrown as ConfigError).message).toContain(name);
+  });
+
+  it.each([
+    ['PORT', '-1'],
+    ['PORT', '65536'],
+    ['PORT', '80.5'],
+    ['RUN_MIGRATIONS', 'sometimes'],
+    ['INTROSPECTION', 'maybe'],
+    ['BODY_LIMIT_BYTES', '10'],
+    ['MAX_QUERY_DEPTH', '1'],
+    ['ADMIN_TOKEN', 'short'],
+    ['SECRET_KEY', 'short'],
+    ['REDIS_URL', 'localhost:6379'],
+    ['DATABASE_URL', 'sqlite:'],
+    ['DATABASE_URL', 'mysql://user:pass@db:3306/'],
+  ])('refuses %s=%s, naming the variable', (name, value) => {
+    expect(problemsOf({ SECRET_KEY: 'a-long-enough-secret-key', [name]: value })).toEqual([expect.stringContaining(name)]);
+  });
+
+  it('refuses a MySQL DATABASE_URL without SECRET_KEY', () => {
+    expect(problemsOf({ DATABASE_URL: 'mysql://user:pass@db:3306/promptwire' })).toEqual([expect.stringMatching(/^SECRET_KEY .*MySQL/)]);
+  });
+
+  it('accepts a MySQL DATABASE_URL with SECRET_KEY', () => {
+    const config = loadConfig({ DATABASE_URL: 'mysql://user:pass@db:3306/promptwire', SECRET_KEY: 'a-long-enough-secret-key' });
+    expect(config.database).toEqual({ kind: 'mysql', url: 'mysql://user:pass@db:3306/promptwire' });
+    expect(config.secretKey).toBe('a-long-enough-secret-key');
+  });
+
+  it('never repeats a database password in a problem', () => {
+    const problems = problemsOf({ DATABASE_URL: 'postgres://user:hunter2-password@db/app' });
+    expect(problems.join('\n')).not.toContain('hunter2-password');
+  });
+
+  it('never repeats a Redis password in a problem', () => {
+    const problems = problemsOf({ REDIS_URL: 'http://:hunter2-password@cache:6379' });
+    expect(problems).toEqual([expect.stringContaining('REDIS_URL')]);
+    expect(problems.join('\n')).not.toContain('hunter2-password');
+  });
+
+  it('never repeats a too-short secret in a problem', () => {
+    const problems = problemsOf({ ADMIN_TOKEN: 'shh-secret', SECRET_KEY: 'tiny-key' });
+    expect(problems).toHaveLength(2);
+    expect(problems.join('\n')).not.toMatch(/shh-secret|tiny-key/);
+  });
+
+  it('reads the documented values', () => {
+    const config = loadConfig({
+      PORT: '8080',
+      HOST: '0.0.0.0',
+      DATABASE_URL: 'sqlite:/var/lib/promptwire/app.sqlite',
+      ADMIN_TOKEN: 'an-admin-token-of-some-length',
+      REDIS_URL: 'redis://cache:6379',
+      SCHEMA_MODE: 'shared',
+      RUN_MIGRATIONS: 'false',
+      SECRET_KEY: 'a-long-enough-secret-key',
+      LOG_LEVEL: 'debug',
+    });
+    expect(config).toMatchObject({
+      port: 8080,
+      host: '0.0.0.0',
+      database: { kind: 'sqlite', file: '/var/lib/promptwire/app.sqlite', dataDirectory: '/var/lib/promptwire' },
+      adminToken: 'an-admin-token-of-some-length',
+      redisUrl: 'redis://cache:6379',
+      schemaMode: 'shared',
+      runMigrations: false,
+      secretKey: 'a-long-enough-secret-key',
+      logLevel: 'debug',
+    });
+  });
+});

@@ -1,0 +1,6 @@
+/** The agent loop and its pure rules; see each module for the behaviour it owns. */
+export * from './agent-loop';
+export * from './context-window';
+export * from './run-step';
+export * from './skill-block';
+export * from './tool-result';
