@@ -174,6 +174,14 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
   httpServer.on('request', (request: IncomingMessage, response: ServerResponse) => {
     const requestId = (typeof request.headers['x-request-id'] === 'string' && request.headers['x-request-id'].slice(0, 100)) || crypto.randomUUID();
     response.setHeader('x-request-id', requestId);
+    const started = process.hrtime.bigint();
+    response.once('finish', () => {
+      if (request.url === '/healthz' || request.url === '/readyz') return;
+      logger.info(
+        { requestId, method: request.method, path: request.url?.split('?')[0], status: response.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 },
+        'request',
+      );
+    });
     handle(request, response, requestId).catch((error: unknown) => {
       logger.error({ err: error, requestId }, 'request failed');
       if (!response.headersSent) sendJson(response, 500, { errors: [{ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } }] });

@@ -26,11 +26,16 @@ export class ConfigurationResolver {
   @Authorized(Role.VIEWER)
   @Query(() => [LlmConfiguration], { description: 'Every configuration, by sorting then name.' })
   async configurations(
-    @Ctx() { services }: GraphQLContext,
-    @Arg('limit', () => Int, { defaultValue: 50 }) limit = 50,
-    @Arg('offset', () => Int, { defaultValue: 0 }) offset = 0,
+    @Ctx() { services, loaders }: GraphQLContext,
+    @Arg('limit', () => Int, { nullable: true, defaultValue: 50 }) limit: number | null = 50,
+    @Arg('offset', () => Int, { nullable: true, defaultValue: 0 }) offset: number | null = 0,
   ): Promise<LlmConfiguration[]> {
-    return (await services.configurations.list({ limit, offset })).map(toLlmConfiguration);
+    const rows = await services.configurations.listWithModels({ limit: limit ?? 50, offset: offset ?? 0 });
+    for (const { model, provider } of rows) {
+      if (model) loaders.modelByUid.prime(model.uid, model);
+      if (provider) loaders.providerByUid.prime(provider.uid, provider);
+    }
+    return rows.map(({ configuration }) => toLlmConfiguration(configuration));
   }
 
   @FieldResolver(() => LlmModel, { nullable: true })

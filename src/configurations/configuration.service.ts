@@ -1,7 +1,8 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import { getEntities } from '../db/raw-rows';
+import { getEntities, getEntityRows } from '../db/raw-rows';
 import { assertIdentifierAvailable, checkPage, findLiveByIdentifierOrFail, findLiveOrFail, normalizeIdentifier, optionalText, type Page, requireName } from '../db/record-rules';
 import { ModelEntity } from '../providers/model.entity';
+import { ProviderEntity } from '../providers/provider.entity';
 import { BadUserInputError } from '../shared/errors';
 import type { KeyedMutex } from '../shared/keyed-mutex';
 import { unixNow } from '../shared/time';
@@ -109,6 +110,33 @@ export class ConfigurationService {
         .limit(limit)
         .offset(offset),
     );
+  }
+
+  /**
+   * A page of configurations with their model and provider in one query (the
+   * list view asks for them nearly always; the GraphQL layer primes its loaders).
+   */
+  async listWithModels(page: Page): Promise<{ configuration: ConfigurationEntity; model: ModelEntity | null; provider: ProviderEntity | null }[]> {
+    const { limit, offset } = checkPage(page);
+    const query = this.dataSource
+      .getRepository(ConfigurationEntity)
+      .createQueryBuilder('c')
+      .leftJoin(ModelEntity, 'm', 'm.uid = c.model_uid AND m.deleted = 0')
+      .leftJoin(ProviderEntity, 'p', 'p.uid = m.provider_uid AND p.deleted = 0')
+      .addSelect('m')
+      .addSelect('p')
+      .where('c.deleted = 0')
+      .orderBy('c.sorting', 'ASC')
+      .addOrderBy('c.name', 'ASC')
+      .addOrderBy('c.uid', 'ASC')
+      .limit(limit)
+      .offset(offset);
+    const rows = await getEntityRows(this.dataSource, query, ['m', 'p']);
+    return rows.map(({ main, joined: [model, provider] }) => ({
+      configuration: main,
+      model: (model as ModelEntity | null) ?? null,
+      provider: (provider as ProviderEntity | null) ?? null,
+    }));
   }
 
   async findByUid(uid: number): Promise<ConfigurationEntity | null> {

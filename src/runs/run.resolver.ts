@@ -35,10 +35,10 @@ export class RunResolver {
   @Query(() => [AgentRun], { description: 'Newest first.' })
   async runs(
     @Ctx() { services }: GraphQLContext,
-    @Arg('limit', () => Int, { defaultValue: 20 }) limit = 20,
-    @Arg('offset', () => Int, { defaultValue: 0 }) offset = 0,
+    @Arg('limit', () => Int, { nullable: true, defaultValue: 20 }) limit: number | null = 20,
+    @Arg('offset', () => Int, { nullable: true, defaultValue: 0 }) offset: number | null = 0,
   ): Promise<AgentRun[]> {
-    return (await services.runs.list(limit, offset)).map(toAgentRun);
+    return (await services.runs.list(limit ?? 20, offset ?? 0)).map(toAgentRun);
   }
 
   @Authorized(Role.VIEWER)
@@ -48,8 +48,8 @@ export class RunResolver {
   }
 
   @FieldResolver(() => [RunStep], { description: 'Stored steps after the given sequence; the last of a finished run is END.' })
-  async steps(@Root() run: AgentRun, @Ctx() { services }: GraphQLContext, @Arg('afterSequence', () => Int, { defaultValue: 0 }) afterSequence = 0): Promise<RunStep[]> {
-    return (await services.runs.steps(run.runUid, afterSequence)).map(toRunStep);
+  async steps(@Root() run: AgentRun, @Ctx() { services }: GraphQLContext, @Arg('afterSequence', () => Int, { nullable: true, defaultValue: 0 }) afterSequence: number | null = 0): Promise<RunStep[]> {
+    return (await services.runs.steps(run.runUid, afterSequence ?? 0)).map(toRunStep);
   }
 
   @FieldResolver(() => LlmConfiguration, { nullable: true })
@@ -82,7 +82,7 @@ export class RunResolver {
   runTrace(
     @Root() payload: StoredStep | SubscriberLaggedError,
     @Arg('runId', () => ID) _runId: string,
-    @Arg('afterSequence', () => Int, { defaultValue: 0 }) _afterSequence: number,
+    @Arg('afterSequence', () => Int, { nullable: true, defaultValue: 0 }) _afterSequence: number | null,
   ): RunStep {
     return toRunStep(unwrap(payload));
   }

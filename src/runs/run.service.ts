@@ -165,7 +165,8 @@ export class RunService {
       captureRaw,
       dryRun,
       signal: controller.signal,
-      stream: request.stream === true,
+      // Streaming is the default: watchers see output as it is written.
+      stream: request.stream !== false,
     };
 
     await this.store.takeLease(row.uid, this.instanceId);

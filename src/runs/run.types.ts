@@ -204,7 +204,7 @@ export class StartRunInput {
   @Field(() => Int, { nullable: true, description: 'Default 5, clamped to 1..20.' }) maxRounds?: number | null;
   @Field(() => Int, { nullable: true }) maxTokens?: number | null;
   @Field(() => Float, { nullable: true }) temperature?: number | null;
-  @Field({ defaultValue: false, description: 'Keep raw provider responses on LLM steps (ADMIN only).' }) captureRaw!: boolean;
-  @Field({ defaultValue: false, description: 'Assemble and record the messages; call no provider.' }) dryRun!: boolean;
-  @Field({ defaultValue: true, description: 'Stream model output and publish it on runDeltas.' }) stream!: boolean;
+  @Field(() => Boolean, { nullable: true, defaultValue: false, description: 'Keep raw provider responses on LLM steps (ADMIN only).' }) captureRaw?: boolean | null;
+  @Field(() => Boolean, { nullable: true, defaultValue: false, description: 'Assemble and record the messages; call no provider.' }) dryRun?: boolean | null;
+  @Field(() => Boolean, { nullable: true, defaultValue: true, description: 'Stream model output and publish it on runDeltas.' }) stream?: boolean | null;
 }

@@ -26,10 +26,10 @@ export class SnippetResolver {
     @Ctx() { services }: GraphQLContext,
     @Arg('tag', () => String, { nullable: true }) tag?: string,
     @Arg('search', () => String, { nullable: true }) search?: string,
-    @Arg('limit', () => Int, { defaultValue: 50 }) limit = 50,
-    @Arg('offset', () => Int, { defaultValue: 0 }) offset = 0,
+    @Arg('limit', () => Int, { nullable: true, defaultValue: 50 }) limit: number | null = 50,
+    @Arg('offset', () => Int, { nullable: true, defaultValue: 0 }) offset: number | null = 0,
   ): Promise<PromptSnippet[]> {
-    const rows = await services.snippets.list({ tag, search, limit, offset });
+    const rows = await services.snippets.list({ tag, search, limit: limit ?? 50, offset: offset ?? 0 });
     return rows.map(toPromptSnippet);
   }
 
