@@ -1,6 +1,6 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { getEntities, getEntityRows } from '../db/raw-rows';
-import { assertIdentifierAvailable, checkPage, findLiveByIdentifierOrFail, findLiveOrFail, normalizeIdentifier, optionalText, type Page, requireName } from '../db/record-rules';
+import { assertIdentifierAvailable, checkPage, findLiveByIdentifierOrFail, findLiveOrFail, normalizeIdentifier, optionalText, type Page, requireName, liveRowsInListOrder, newRecordColumns } from '../db/record-rules';
 import { ModelEntity } from '../providers/model.entity';
 import { ProviderEntity } from '../providers/provider.entity';
 import { BadUserInputError } from '../shared/errors';
@@ -98,18 +98,7 @@ export class ConfigurationService {
 
   async list(page: Page): Promise<ConfigurationEntity[]> {
     const { limit, offset } = checkPage(page);
-    return getEntities(
-      this.dataSource,
-      this.dataSource
-        .getRepository(ConfigurationEntity)
-        .createQueryBuilder('c')
-        .where('c.deleted = 0')
-        .orderBy('c.sorting', 'ASC')
-        .addOrderBy('c.name', 'ASC')
-        .addOrderBy('c.uid', 'ASC')
-        .limit(limit)
-        .offset(offset),
-    );
+    return getEntities(this.dataSource, liveRowsInListOrder(this.dataSource, ConfigurationEntity, 'c').limit(limit).offset(offset));
   }
 
   /**
@@ -118,17 +107,11 @@ export class ConfigurationService {
    */
   async listWithModels(page: Page): Promise<{ configuration: ConfigurationEntity; model: ModelEntity | null; provider: ProviderEntity | null }[]> {
     const { limit, offset } = checkPage(page);
-    const query = this.dataSource
-      .getRepository(ConfigurationEntity)
-      .createQueryBuilder('c')
+    const query = liveRowsInListOrder(this.dataSource, ConfigurationEntity, 'c')
       .leftJoin(ModelEntity, 'm', 'm.uid = c.model_uid AND m.deleted = 0')
       .leftJoin(ProviderEntity, 'p', 'p.uid = m.provider_uid AND p.deleted = 0')
       .addSelect('m')
       .addSelect('p')
-      .where('c.deleted = 0')
-      .orderBy('c.sorting', 'ASC')
-      .addOrderBy('c.name', 'ASC')
-      .addOrderBy('c.uid', 'ASC')
       .limit(limit)
       .offset(offset);
     const rows = await getEntityRows(this.dataSource, query, ['m', 'p']);
@@ -191,11 +174,7 @@ export class ConfigurationService {
         await assertIdentifierAvailable(manager, ConfigurationEntity, identifier, null, 'configuration');
         const now = unixNow();
         const row = manager.create(ConfigurationEntity, {
-          pid: 0,
-          crdate: now,
-          tstamp: now,
-          deleted: false,
-          hidden: false,
+          ...newRecordColumns(now),
           description: null,
           modelUid: 0,
           systemPrompt: '',

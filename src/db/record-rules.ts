@@ -2,7 +2,7 @@
  * Write rules shared by every editable TYPO3 table: identifiers, names,
  * uniqueness among non-deleted rows, soft delete.
  */
-import type { EntityManager, EntityTarget, ObjectLiteral } from 'typeorm';
+import type { DataSource, EntityManager, EntityTarget, ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { BadUserInputError, ConflictError, NotFoundError } from '../shared/errors';
 
 const IDENTIFIER_PATTERN = /^[a-z0-9_-]+$/;
@@ -98,4 +98,20 @@ export function checkPage(page: Page): Page {
   }
   if (!Number.isInteger(page.offset) || page.offset < 0) throw new BadUserInputError('offset must be 0 or more', 'offset');
   return page;
+}
+
+/** The standard columns of a new TYPO3 record (behaviour.md §1). */
+export function newRecordColumns(now: number) {
+  return { pid: 0, crdate: now, tstamp: now, deleted: false, hidden: false } as const;
+}
+
+/** Non-deleted rows in the list order every editable table uses: sorting, then name, then uid for stable pages. */
+export function liveRowsInListOrder<T extends ObjectLiteral>(dataSource: DataSource, entity: EntityTarget<T>, alias: string): SelectQueryBuilder<T> {
+  return dataSource
+    .getRepository(entity)
+    .createQueryBuilder(alias)
+    .where(`${alias}.deleted = 0`)
+    .orderBy(`${alias}.sorting`, 'ASC')
+    .addOrderBy(`${alias}.name`, 'ASC')
+    .addOrderBy(`${alias}.uid`, 'ASC');
 }

@@ -1,6 +1,6 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { getEntities } from '../db/raw-rows';
-import { assertIdentifierAvailable, findLiveByIdentifierOrFail, findLiveOrFail, normalizeIdentifier, optionalText, requireName } from '../db/record-rules';
+import { assertIdentifierAvailable, findLiveByIdentifierOrFail, findLiveOrFail, normalizeIdentifier, optionalText, requireName, liveRowsInListOrder, newRecordColumns } from '../db/record-rules';
 import { configurationsUsingModel } from '../configurations/configuration-usage';
 import { BadUserInputError, ConflictError } from '../shared/errors';
 import type { KeyedMutex } from '../shared/keyed-mutex';
@@ -41,14 +41,7 @@ export class ModelService {
   ) {}
 
   async list(): Promise<ModelEntity[]> {
-    return this.dataSource
-      .getRepository(ModelEntity)
-      .createQueryBuilder('m')
-      .where('m.deleted = 0')
-      .orderBy('m.sorting', 'ASC')
-      .addOrderBy('m.name', 'ASC')
-      .addOrderBy('m.uid', 'ASC')
-      .getMany();
+    return getEntities(this.dataSource, liveRowsInListOrder(this.dataSource, ModelEntity, 'm'));
   }
 
   async findByUids(uids: readonly number[]): Promise<ModelEntity[]> {
@@ -79,11 +72,7 @@ export class ModelService {
         await assertIdentifierAvailable(manager, ModelEntity, identifier, null, 'model');
         const now = unixNow();
         const row = manager.create(ModelEntity, {
-          pid: 0,
-          crdate: now,
-          tstamp: now,
-          deleted: false,
-          hidden: false,
+          ...newRecordColumns(now),
           description: null,
           contextLength: 0,
           maxOutputTokens: 0,

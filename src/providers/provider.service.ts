@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
 import type { AppConfig } from '../config';
 import { getEntities } from '../db/raw-rows';
-import { assertIdentifierAvailable, findLiveOrFail, normalizeIdentifier, optionalText, requireName } from '../db/record-rules';
+import { assertIdentifierAvailable, findLiveOrFail, normalizeIdentifier, optionalText, requireName, liveRowsInListOrder, newRecordColumns } from '../db/record-rules';
 import { BadUserInputError, ConflictError } from '../shared/errors';
 import type { KeyedMutex } from '../shared/keyed-mutex';
 import { SecretBox } from '../shared/secret-box';
@@ -47,14 +47,7 @@ export class ProviderService {
   ) {}
 
   async list(): Promise<ProviderEntity[]> {
-    return this.dataSource
-      .getRepository(ProviderEntity)
-      .createQueryBuilder('p')
-      .where('p.deleted = 0')
-      .orderBy('p.sorting', 'ASC')
-      .addOrderBy('p.name', 'ASC')
-      .addOrderBy('p.uid', 'ASC')
-      .getMany();
+    return getEntities(this.dataSource, liveRowsInListOrder(this.dataSource, ProviderEntity, 'p'));
   }
 
   async findByUids(uids: readonly number[]): Promise<ProviderEntity[]> {
@@ -73,11 +66,7 @@ export class ProviderService {
         await assertIdentifierAvailable(manager, ProviderEntity, identifier, null, 'provider');
         const now = unixNow();
         const row = manager.create(ProviderEntity, {
-          pid: 0,
-          crdate: now,
-          tstamp: now,
-          deleted: false,
-          hidden: false,
+          ...newRecordColumns(now),
           description: null,
           endpointUrl: '',
           apiKey: '',

@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { assertIdentifierAvailable, findLiveOrFail, normalizeIdentifier, optionalText, requireName } from '../db/record-rules';
+import { assertIdentifierAvailable, findLiveOrFail, normalizeIdentifier, optionalText, requireName, newRecordColumns } from '../db/record-rules';
 import { BadUserInputError } from '../shared/errors';
 import type { KeyedMutex } from '../shared/keyed-mutex';
 import { unixNow } from '../shared/time';
@@ -43,7 +43,7 @@ export class SkillService {
       this.dataSource.transaction(async (manager) => {
         await assertIdentifierAvailable(manager, SkillEntity, identifier, null, 'skill');
         const now = unixNow();
-        const row = manager.create(SkillEntity, { pid: 0, crdate: now, tstamp: now, deleted: false, hidden: false, description: null, enabled: false, orphaned: false });
+        const row = manager.create(SkillEntity, { ...newRecordColumns(now), description: null, enabled: false, orphaned: false });
         applyWrite(row, { ...input, identifier }, true);
         return manager.save(row);
       }),

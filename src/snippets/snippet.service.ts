@@ -1,6 +1,6 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { getEntities } from '../db/raw-rows';
-import { assertIdentifierAvailable, checkPage, findLiveOrFail, normalizeIdentifier, optionalText, type Page, requireName } from '../db/record-rules';
+import { assertIdentifierAvailable, checkPage, findLiveOrFail, normalizeIdentifier, optionalText, type Page, requireName, liveRowsInListOrder, newRecordColumns } from '../db/record-rules';
 import { BadUserInputError, NotFoundError } from '../shared/errors';
 import type { KeyedMutex } from '../shared/keyed-mutex';
 import { unixNow } from '../shared/time';
@@ -49,7 +49,7 @@ export class SnippetService {
   async allActive(): Promise<PromptSnippetEntity[]> {
     const rows = await getEntities(
       this.dataSource,
-      this.dataSource.getRepository(PromptSnippetEntity).createQueryBuilder('s').where('s.deleted = 0 AND s.is_active = 1').orderBy('s.sorting', 'ASC').addOrderBy('s.name', 'ASC').addOrderBy('s.uid', 'ASC'),
+      liveRowsInListOrder(this.dataSource, PromptSnippetEntity, 's').andWhere('s.is_active = 1'),
     );
     return rows.sort(byListOrder);
   }
@@ -61,13 +61,7 @@ export class SnippetService {
       if (filter.search) rows = rows.filter((row) => matchesSearch(row, filter.search ?? ''));
       return rows.slice(offset, offset + limit);
     }
-    const query = this.dataSource
-      .getRepository(PromptSnippetEntity)
-      .createQueryBuilder('s')
-      .where('s.deleted = 0')
-      .orderBy('s.sorting', 'ASC')
-      .addOrderBy('s.name', 'ASC')
-      .addOrderBy('s.uid', 'ASC')
+    const query = liveRowsInListOrder(this.dataSource, PromptSnippetEntity, 's')
       .limit(limit)
       .offset(offset);
     if (filter.search) {
@@ -114,11 +108,7 @@ export class SnippetService {
         await assertIdentifierAvailable(manager, PromptSnippetEntity, identifier, null, 'snippet');
         const now = unixNow();
         const row = manager.create(PromptSnippetEntity, {
-          pid: 0,
-          crdate: now,
-          tstamp: now,
-          deleted: false,
-          hidden: false,
+          ...newRecordColumns(now),
           isActive: true,
           sorting: 0,
           description: null,
