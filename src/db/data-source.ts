@@ -8,6 +8,7 @@ import path from 'node:path';
 import mysql from 'mysql2/promise';
 import { DataSource, type DataSourceOptions, type MixedList } from 'typeorm';
 import type { DatabaseConfig } from '../config';
+import { KeyedMutex } from '../shared/keyed-mutex';
 import { isMediumTextColumn } from './columns';
 import { allEntities } from './entities';
 import { mysqlOwnMigrations, mysqlTypo3Migrations } from './migrations/mysql';
@@ -90,6 +91,7 @@ export async function createDataSource(setup: DataSourceSetup): Promise<{ dataSo
   const dataSource = new DataSource(options);
   await dataSource.initialize();
   if (dialect !== 'sqlite') applyMysqlColumnTypes(dataSource);
+  else serializeTransactions(dataSource);
   return { dataSource, dialect };
 }
 
@@ -108,4 +110,18 @@ function applyMysqlColumnTypes(dataSource: DataSource): void {
       }
     }
   }
+}
+
+/**
+ * TypeORM's better-sqlite3 driver runs every query on one shared connection, so
+ * two transactions in flight at once would nest as savepoints of each other and
+ * commit or roll back each other's work. On SQLite, transactions therefore run
+ * one at a time. (Code inside a transaction uses its own manager, never
+ * `dataSource.transaction` again, so this cannot deadlock.)
+ */
+function serializeTransactions(dataSource: DataSource): void {
+  const manager = dataSource.manager;
+  const original = manager.transaction.bind(manager) as (...args: unknown[]) => Promise<unknown>;
+  const lock = new KeyedMutex();
+  manager.transaction = ((...args: unknown[]) => lock.run('transaction', () => original(...args))) as typeof manager.transaction;
 }

@@ -1,0 +1,60 @@
+/**
+ * `npm run bench`: every benchmark in sequence, each beside a baseline
+ * measured in the same run. Writes bench/results/summary.md and the README's
+ * benchmark section. MySQL figures need BENCH_MYSQL_URL (or TEST_MYSQL_URL).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { runAdapterBench } from './adapter-overhead';
+import { formatThroughput, runApiThroughput } from './api-throughput';
+import { formatRunsConcurrency, runRunsConcurrency } from './runs-concurrency';
+import { formatRunsFanout, runRunsFanout } from './runs-fanout';
+import { formatRunsLoop, runRunsLoop } from './runs-loop';
+
+async function main(): Promise<void> {
+  const sections: string[] = [];
+  const stamp = `Measured ${new Date().toISOString().slice(0, 10)} on ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown CPU'}), Node ${process.version}.`;
+  sections.push(stamp);
+
+  console.log('== API throughput (autocannon, 50 connections)');
+  const throughput = formatThroughput(await runApiThroughput());
+  console.log(throughput);
+  sections.push(`### API throughput against a lean Apollo + raw SQL baseline\n\n${throughput}`);
+
+  console.log('== Provider adapter overhead');
+  const adapters = await runAdapterBench();
+  const adapterTable = ['| case | adapter ÷ bare JSON.parse | detail |', '|---|---|---|', ...adapters.map((r) => `| ${r.name} | ${r.ratio.toFixed(2)}× | ${r.detail} |`)].join('\n');
+  console.log(adapterTable);
+  sections.push(`### Provider adapter overhead (decode + map) against a bare JSON.parse of the same bytes\n\n${adapterTable}`);
+
+  console.log('== Agent loop overhead per round');
+  const loop = formatRunsLoop(await runRunsLoop());
+  console.log(loop);
+  sections.push(`### Agent loop overhead per round (zero-latency provider)\n\n${loop}`);
+
+  console.log('== Trace fan-out');
+  const fanout = formatRunsFanout(await runRunsFanout());
+  console.log(fanout);
+  sections.push(`### runTrace fan-out to graphql-ws subscribers\n\n${fanout}`);
+
+  console.log('== Concurrent runs');
+  const concurrency = formatRunsConcurrency(await runRunsConcurrency());
+  console.log(concurrency);
+  sections.push(`### Concurrent runs\n\n${concurrency}`);
+
+  const summary = sections.join('\n\n');
+  const root = path.resolve(__dirname, '..', '..');
+  fs.mkdirSync(path.join(root, 'bench', 'results'), { recursive: true });
+  fs.writeFileSync(path.join(root, 'bench', 'results', 'summary.md'), `${summary}\n`);
+  const readmePath = path.join(root, 'README.md');
+  const readme = fs.readFileSync(readmePath, 'utf8');
+  const updated = readme.replace(/<!-- bench:start -->[\s\S]*<!-- bench:end -->/, `<!-- bench:start -->\n${summary}\n<!-- bench:end -->`);
+  fs.writeFileSync(readmePath, updated);
+  console.log('wrote bench/results/summary.md and the README benchmark section');
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

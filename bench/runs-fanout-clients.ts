@@ -1,0 +1,136 @@
+/**
+ * The client side of runs-fanout, in its own process so that the server's
+ * memory can be measured without the clients in it: CLIENTS graphql-ws
+ * clients (each its own socket to 127.0.0.1), opened in batches of BATCH,
+ * each subscribed to runTrace of RUN_ID. Every received step is timestamped
+ * (epoch ms, sub-millisecond) and reported to the parent over IPC.
+ *
+ * Protocol (process.send / process.on('message')):
+ *   parent → child  { type: 'clock', id }         child → parent { type: 'clock', id, t }
+ *   child → parent  { type: 'ready', ready, failed, openMs }   every client got the replay up to READY_SEQUENCE
+ *   child → parent  { type: 'done', received, completed, errors }   all clients completed, or DONE_TIMEOUT_MS passed
+ *   parent → child  { type: 'exit' }
+ * Not meant to be started by hand.
+ */
+import { performance } from 'node:perf_hooks';
+import { createClient, type Client } from 'graphql-ws';
+import WebSocket from 'ws';
+
+/** As runs-support's epochMs; not imported from there, so this process does not load the server. */
+const epochMs = (): number => performance.timeOrigin + performance.now();
+
+const url = process.env.WS_URL ?? '';
+const token = process.env.TOKEN ?? '';
+const runId = process.env.RUN_ID ?? '';
+const clientCount = Number(process.env.CLIENTS ?? 1000);
+const batchSize = Number(process.env.BATCH ?? 50);
+const readySequence = Number(process.env.READY_SEQUENCE ?? 1);
+const BATCH_TIMEOUT_MS = 30_000;
+const DONE_TIMEOUT_MS = Number(process.env.DONE_TIMEOUT_MS ?? 120_000);
+
+const TRACE = `subscription($runId: ID!) {
+  runTrace(runId: $runId) { sequence kind round durationMs status terminationReason content finishReason totalTokens toolName toolResult toolIsError }
+}`;
+
+interface Watcher {
+  client: Client;
+  /** Flat [sequence, receivedAt, sequence, receivedAt, …]. */
+  received: number[];
+  lastSequence: number;
+  completed: boolean;
+  error: string | null;
+  onProgress: (() => void) | null;
+}
+
+function send(message: unknown): void {
+  process.send?.(message);
+}
+
+if (!url.startsWith('ws://127.0.0.1:')) {
+  console.error(`runs-fanout-clients: only ws://127.0.0.1 is allowed, got "${url}"`);
+  process.exit(2);
+}
+
+const watchers: Watcher[] = [];
+
+function open(): Watcher {
+  const client = createClient({
+    url,
+    webSocketImpl: WebSocket,
+    connectionParams: { authorization: `Bearer ${token}` },
+    retryAttempts: 0,
+    lazy: true,
+  });
+  const watcher: Watcher = { client, received: [], lastSequence: 0, completed: false, error: null, onProgress: null };
+  client.subscribe<{ runTrace: { sequence: number } }>(
+    { query: TRACE, variables: { runId } },
+    {
+      next: (value) => {
+        const t = epochMs();
+        const sequence = value.data?.runTrace.sequence ?? -1;
+        if (value.errors?.length) watcher.error ??= value.errors.map((e) => e.message).join('; ');
+        watcher.received.push(sequence, t);
+        watcher.lastSequence = sequence;
+        watcher.onProgress?.();
+      },
+      error: (error: unknown) => {
+        watcher.error ??= error instanceof Error ? error.message : typeof error === 'object' && error !== null && 'code' in error ? `close ${String((error as { code: unknown }).code)}` : String(error);
+        watcher.onProgress?.();
+      },
+      complete: () => {
+        watcher.completed = true;
+        watcher.onProgress?.();
+      },
+    },
+  );
+  return watcher;
+}
+
+function until(batch: Watcher[], condition: (w: Watcher) => boolean, timeoutMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(finish, timeoutMs);
+    function check(): void {
+      if (batch.every((w) => condition(w) || w.error !== null)) finish();
+    }
+    function finish(): void {
+      clearTimeout(timer);
+      for (const w of batch) w.onProgress = null;
+      resolve();
+    }
+    for (const w of batch) w.onProgress = check;
+    check();
+  });
+}
+
+async function main(): Promise<void> {
+  const started = epochMs();
+  for (let opened = 0; opened < clientCount; opened += batchSize) {
+    const batch: Watcher[] = [];
+    for (let i = opened; i < Math.min(clientCount, opened + batchSize); i += 1) batch.push(open());
+    watchers.push(...batch);
+    await until(batch, (w) => w.lastSequence >= readySequence, BATCH_TIMEOUT_MS);
+  }
+  const failed = watchers.filter((w) => w.error !== null || w.lastSequence < readySequence).length;
+  send({ type: 'ready', ready: watchers.length - failed, failed, openMs: epochMs() - started, errors: watchers.filter((w) => w.error).slice(0, 5).map((w) => w.error) });
+  await until(watchers, (w) => w.completed, DONE_TIMEOUT_MS);
+  send({
+    type: 'done',
+    received: watchers.map((w) => w.received),
+    completed: watchers.filter((w) => w.completed).length,
+    errors: watchers.filter((w) => w.error).map((w) => w.error),
+  });
+}
+
+process.on('message', (message: { type: string; id?: number }) => {
+  if (message.type === 'clock') send({ type: 'clock', id: message.id, t: epochMs() });
+  if (message.type === 'exit') {
+    void Promise.allSettled(watchers.map((w) => w.client.dispose())).then(() => process.exit(0));
+    setTimeout(() => process.exit(0), 5_000).unref();
+  }
+});
+process.on('disconnect', () => process.exit(0));
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
