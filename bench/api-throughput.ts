@@ -54,10 +54,12 @@ export async function runApiThroughput(seconds = Number(process.env.BENCH_SECOND
 
   for (const database of databases) {
     try {
+      console.log(`[${database.dialect}] starting the service and seeding 50 snippets and 50 configurations…`);
       const app = await startChild('serve-app.js', { DATABASE_URL: database.url, BENCH_SEED: '1' });
       const measured: Record<string, LoadResult> = {};
       for (const [name, query] of Object.entries(QUERIES)) {
         const body = JSON.stringify({ query });
+        console.log(`[${database.dialect}] service: ${name} (${seconds} s)…`);
         await load(`http://127.0.0.1:${app.port}/graphql`, body, { authorization: `Bearer ${app.token}` }, 2);
         measured[name] = await load(`http://127.0.0.1:${app.port}/graphql`, body, { authorization: `Bearer ${app.token}` }, seconds);
       }
@@ -65,6 +67,7 @@ export async function runApiThroughput(seconds = Number(process.env.BENCH_SECOND
       const baseline = await startChild('serve-baseline.js', { DATABASE_URL: database.url });
       for (const [name, query] of Object.entries(QUERIES) as [keyof typeof QUERIES, string][]) {
         const body = JSON.stringify({ query });
+        console.log(`[${database.dialect}] baseline: ${name} (${seconds} s)…`);
         await load(`http://127.0.0.1:${baseline.port}/graphql`, body, {}, 2);
         const base = await load(`http://127.0.0.1:${baseline.port}/graphql`, body, {}, seconds);
         const service = measured[name] as LoadResult;

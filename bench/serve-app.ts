@@ -12,7 +12,7 @@ export const BENCH_TOKEN = 'bench-admin-token-0123456789';
 
 async function main(): Promise<void> {
   const config = loadConfig({ ...process.env, PORT: '0', ADMIN_TOKEN: BENCH_TOKEN, SECRET_KEY: 'bench-secret-key-0123456789', SEED_EXAMPLES: 'false' });
-  const server = await createServer(config, { logger: pino({ level: 'silent' }) });
+  const server = await createServer(config, { logger: pino({ level: process.env.BENCH_LOG_LEVEL ?? 'silent' }, pino.destination(process.env.BENCH_LOG_FILE ?? 2)) });
   const { services } = server;
   if (process.env.BENCH_SEED === '1' && (await services.snippets.list({ limit: 1, offset: 0 })).length === 0) {
     const tags = ['persona', 'tone_of_voice', 'audience', 'style', 'layout'];

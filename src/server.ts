@@ -155,6 +155,9 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
     schema,
     introspection: config.introspection,
     csrfPrevention: true,
+    // main.ts owns SIGTERM/SIGINT: it drains runs first, then stops Apollo. Apollo's own
+    // handlers would race it and re-raise the signal (a stop that hung under load).
+    stopOnTerminationSignals: false,
     includeStacktraceInErrorResponses: false,
     validationRules,
     formatError,
@@ -171,6 +174,8 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
   });
   await apollo.start();
 
+  // Requests whose handler is still working, even if their client went away: the database stays open until they finish.
+  let inFlight = 0;
   httpServer.on('request', (request: IncomingMessage, response: ServerResponse) => {
     const requestId = (typeof request.headers['x-request-id'] === 'string' && request.headers['x-request-id'].slice(0, 100)) || crypto.randomUUID();
     response.setHeader('x-request-id', requestId);
@@ -182,11 +187,16 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         'request',
       );
     });
-    handle(request, response, requestId).catch((error: unknown) => {
-      logger.error({ err: error, requestId }, 'request failed');
-      if (!response.headersSent) sendJson(response, 500, { errors: [{ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } }] });
-      else response.end();
-    });
+    inFlight += 1;
+    handle(request, response, requestId)
+      .finally(() => {
+        inFlight -= 1;
+      })
+      .catch((error: unknown) => {
+        logger.error({ err: error, requestId }, 'request failed');
+        if (!response.headersSent) sendJson(response, 500, { errors: [{ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } }] });
+        else response.end();
+      });
   });
 
   async function handle(request: IncomingMessage, response: ServerResponse, requestId: string): Promise<void> {
@@ -270,10 +280,15 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
       (stopping ??= (async () => {
         services.runs.stopHousekeeping();
         await services.runs.drain(true);
+        logger.debug('runs drained; closing HTTP');
         await apollo.stop();
+        for (let waited = 0; inFlight > 0 && waited < 10_000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
+        logger.debug('HTTP closed; closing WebSockets');
         await new Promise<void>((resolve) => wsServer.close(() => resolve()));
         await bus.close();
+        logger.debug('closing the database');
         await services.dataSource.destroy();
+        logger.info('stopped');
       })()),
   };
 }
