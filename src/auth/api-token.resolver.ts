@@ -4,7 +4,7 @@ import { DateTimeScalar } from '../graphql/scalars';
 import { fromUnix } from '../shared/time';
 import { Role } from './roles';
 
-@ObjectType({ description: 'A new API token. `token` is shown this once; only its hash is stored.' })
+@ObjectType({ simpleResolvers: true, description: 'A new API token. `token` is shown this once; only its hash is stored.' })
 export class CreatedApiToken {
   @Field(() => Int) uid!: number;
   @Field() name!: string;
@@ -12,7 +12,7 @@ export class CreatedApiToken {
   @Field() token!: string;
 }
 
-@ObjectType({ description: 'An active API token, without its secret.' })
+@ObjectType({ simpleResolvers: true, description: 'An active API token, without its secret.' })
 export class ApiToken {
   @Field(() => Int) uid!: number;
   @Field() name!: string;
@@ -21,7 +21,7 @@ export class ApiToken {
   @Field(() => DateTimeScalar) createdAt!: Date;
 }
 
-@ObjectType()
+@ObjectType({ simpleResolvers: true })
 export class Viewer {
   @Field() name!: string;
   @Field(() => Role) role!: Role;

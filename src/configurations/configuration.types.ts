@@ -5,7 +5,7 @@ import { readJsonObject } from '../snippets/snippet-metadata';
 import { parseSelectionTags } from '../snippets/tag-rules';
 import type { ConfigurationEntity } from './configuration.entity';
 
-@ObjectType({ description: 'A model with its parameters, its system prompt and the snippet tags composed into it.' })
+@ObjectType({ simpleResolvers: true, description: 'A model with its parameters, its system prompt and the snippet tags composed into it.' })
 export class LlmConfiguration {
   @Field(() => Int) uid!: number;
   @Field() identifier!: string;

@@ -11,7 +11,12 @@ import { authChecker } from './auth-checker';
 
 export const resolvers = [SnippetResolver, ProviderResolver, ModelResolver, ConfigurationResolver, SkillResolver, ApiTokenResolver, RunResolver] as const;
 
-/** The schema is built from the resolver classes; `schema.graphql` is its committed print. */
+/**
+ * The schema is built from the resolver classes; `schema.graphql` is its committed print.
+ * Object types use `simpleResolvers`: their plain fields carry no middleware or
+ * field-level auth, so graphql-js reads the property directly instead of going
+ * through type-graphql's per-field wrapper (1,000+ fields on a list response).
+ */
 export async function buildAppSchema(): Promise<GraphQLSchema> {
   return buildSchema({
     resolvers: [...resolvers],

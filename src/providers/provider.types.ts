@@ -4,7 +4,7 @@ import { keyState } from './provider.service';
 import type { ModelEntity } from './model.entity';
 import type { ProviderEntity } from './provider.entity';
 
-@ObjectType({ description: 'An LLM endpoint. Its API key is write-only: `hasApiKey` says whether one is set.' })
+@ObjectType({ simpleResolvers: true, description: 'An LLM endpoint. Its API key is write-only: `hasApiKey` says whether one is set.' })
 export class LlmProvider {
   @Field(() => Int) uid!: number;
   @Field() identifier!: string;
@@ -68,7 +68,7 @@ export class UpdateProviderInput {
   @Field({ nullable: true }) isActive?: boolean;
 }
 
-@ObjectType({ description: 'A provider model with its limits and prices (US cents per million tokens).' })
+@ObjectType({ simpleResolvers: true, description: 'A provider model with its limits and prices (US cents per million tokens).' })
 export class LlmModel {
   @Field(() => Int) uid!: number;
   @Field() identifier!: string;
@@ -105,7 +105,7 @@ export function toLlmModel(row: ModelEntity): LlmModel {
   };
 }
 
-@ObjectType({ description: 'Prices beyond input/output, US cents per million tokens; null = billed at the input/output price.' })
+@ObjectType({ simpleResolvers: true, description: 'Prices beyond input/output, US cents per million tokens; null = billed at the input/output price.' })
 export class ModelExtraPrices {
   @Field(() => Int, { nullable: true }) costCacheRead!: number | null;
   @Field(() => Int, { nullable: true }) costCacheWrite!: number | null;
@@ -152,7 +152,7 @@ export class UpdateModelInput {
   @Field({ nullable: true }) isDefault?: boolean;
 }
 
-@ObjectType({ description: 'The outcome of a minimal test call to a provider.' })
+@ObjectType({ simpleResolvers: true, description: 'The outcome of a minimal test call to a provider.' })
 export class ProviderTestResult {
   @Field() ok!: boolean;
   @Field(() => Float, { description: 'Milliseconds for the call.' }) latencyMs!: number;

@@ -24,14 +24,14 @@ export enum RunStepKind {
 }
 registerEnumType(RunStepKind, { name: 'RunStepKind' });
 
-@ObjectType()
+@ObjectType({ simpleResolvers: true })
 export class ToolCall {
   @Field() id!: string;
   @Field() name!: string;
   @Field(() => JSONScalar) arguments!: unknown;
 }
 
-@ObjectType({ description: 'A message as sent to the model (OpenAI-shaped).' })
+@ObjectType({ simpleResolvers: true, description: 'A message as sent to the model (OpenAI-shaped).' })
 export class ChatMessage {
   @Field() role!: string;
   @Field(() => String, { nullable: true }) content!: string | null;
@@ -39,7 +39,7 @@ export class ChatMessage {
   @Field(() => String, { nullable: true }) toolCallId!: string | null;
 }
 
-@ObjectType({ description: 'One stored step of a run trace. Only the fields that apply to its kind are set.' })
+@ObjectType({ simpleResolvers: true, description: 'One stored step of a run trace. Only the fields that apply to its kind are set.' })
 export class RunStep {
   @Field(() => Int, { description: '1, 2, 3, … per run, no gaps.' }) sequence!: number;
   @Field(() => RunStepKind) kind!: RunStepKind;
@@ -131,7 +131,7 @@ export function toRunStep(step: StoredStep): RunStep {
   };
 }
 
-@ObjectType({ description: 'An agent run. Its steps are the stored trace.' })
+@ObjectType({ simpleResolvers: true, description: 'An agent run. Its steps are the stored trace.' })
 export class AgentRun {
   @Field(() => ID, { description: 'uuid' }) id!: string;
   @Field(() => RunStatus) status!: RunStatus;
@@ -178,14 +178,14 @@ export function toAgentRun(view: RunView): AgentRun {
   };
 }
 
-@ObjectType({ description: 'A live piece of model output while a call streams. Not stored: the LLM step holds the final text.' })
+@ObjectType({ simpleResolvers: true, description: 'A live piece of model output while a call streams. Not stored: the LLM step holds the final text.' })
 export class RunDelta {
   @Field({ description: 'content or thinking' }) kind!: string;
   @Field() text!: string;
   @Field(() => Int) round!: number;
 }
 
-@ObjectType({ description: 'A tool the agent loop can offer.' })
+@ObjectType({ simpleResolvers: true, description: 'A tool the agent loop can offer.' })
 export class ToolInfo {
   @Field() name!: string;
   @Field() description!: string;

@@ -3,7 +3,7 @@ import { Field, InputType, Int, ObjectType } from 'type-graphql';
 import { sha256Hex } from './skill.service';
 import type { SkillEntity } from './skill.entity';
 
-@ObjectType({ description: 'Reviewed reference prose injected into the first user message of a run.' })
+@ObjectType({ simpleResolvers: true, description: 'Reviewed reference prose injected into the first user message of a run.' })
 export class Skill {
   @Field(() => Int) uid!: number;
   @Field() identifier!: string;

@@ -6,7 +6,7 @@ import { readMetadata } from './snippet-metadata';
 import type { PromptSnippetEntity } from './snippet.entity';
 import { parseTags } from './tag-rules';
 
-@ObjectType({ description: 'A tagged prompt fragment (persona, tone of voice, audience, style, layout …).' })
+@ObjectType({ simpleResolvers: true, description: 'A tagged prompt fragment (persona, tone of voice, audience, style, layout …).' })
 export class PromptSnippet {
   @Field(() => Int) uid!: number;
   @Field() identifier!: string;
