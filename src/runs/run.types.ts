@@ -96,8 +96,20 @@ function parseArguments(text: string): unknown {
 const str = (value: unknown): string | null => (typeof value === 'string' ? value : null);
 const num = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) ? value : null);
 
+/**
+ * The bus hands the same step object to every live watcher, so with 1,000
+ * subscribers the mapping is done once, not 1,000 times.
+ */
+const runStepViews = new WeakMap<StoredStep, RunStep>();
+
 /** Maps a stored step to the API shape; tolerant of payloads written by other versions. */
 export function toRunStep(step: StoredStep): RunStep {
+  let view = runStepViews.get(step);
+  if (!view) runStepViews.set(step, (view = mapRunStep(step)));
+  return view;
+}
+
+function mapRunStep(step: StoredStep): RunStep {
   const kind = String(step.kind).toUpperCase() as RunStepKind;
   const messages = Array.isArray(step.messagesSent) ? (step.messagesSent as WireMessage[]).map(wireToMessage) : null;
   const calls = Array.isArray(step.requestedToolCalls) ? (step.requestedToolCalls as ToolCall[]) : null;
