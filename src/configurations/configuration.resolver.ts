@@ -47,7 +47,7 @@ export class ConfigurationResolver {
 
   @FieldResolver(() => [PromptSnippet], { description: 'What the tags select now: tag order, then sorting and name; hidden and duplicate snippets dropped.' })
   async selectedSnippets(@Root() configuration: LlmConfiguration, @Ctx() { loaders }: GraphQLContext): Promise<PromptSnippet[]> {
-    return selectedSnippetsOf(configuration.entity, await loaders.activeSnippets()).map(loaders.snippetView);
+    return loaders.snippetViews(selectedSnippetsOf(configuration.entity, await loaders.activeSnippets()));
   }
 
   @FieldResolver(() => String, { description: 'The system prompt with the snippet block appended, byte for byte as TYPO3 composes it.' })

@@ -50,10 +50,11 @@ const RANGES = {
  * The snippets a configuration's tags select now (behaviour.md §4.1), from the
  * request's one list of active snippets.
  */
-export function selectedSnippetsOf(configuration: ConfigurationEntity, activeSnippets: ActiveSnippetIndex): PromptSnippetEntity[] {
-  const tags = parseSelectionTags(configuration.snippetTags);
-  if (tags.length === 0) return [];
-  return selectSnippets(tags, (tag) => activeSnippets.activeByTag(tag)) as PromptSnippetEntity[];
+export function selectedSnippetsOf(configuration: ConfigurationEntity, activeSnippets: ActiveSnippetIndex): readonly PromptSnippetEntity[] {
+  return activeSnippets.selection(configuration.snippetTags, () => {
+    const tags = parseSelectionTags(configuration.snippetTags);
+    return tags.length === 0 ? [] : (selectSnippets(tags, (tag) => activeSnippets.activeByTag(tag)) as PromptSnippetEntity[]);
+  });
 }
 
 /** The configuration's prompt (or a per-run override) with its snippet block appended (behaviour.md §4). */

@@ -21,11 +21,19 @@ export interface Loaders {
   activeSnippets: () => Promise<ActiveSnippetIndex>;
   /** The API view of a snippet row, built once per request however many configurations select it. */
   snippetView: (row: PromptSnippetEntity) => PromptSnippet;
+  /** The views of a selection, built once per selection (configurations sharing tags share it). */
+  snippetViews: (rows: readonly PromptSnippetEntity[]) => PromptSnippet[];
 }
 
 export function createLoaders(services: Services): Loaders {
   let activeSnippets: Promise<ActiveSnippetIndex> | null = null;
   const views = new WeakMap<PromptSnippetEntity, PromptSnippet>();
+  const selections = new WeakMap<readonly PromptSnippetEntity[], PromptSnippet[]>();
+  const snippetView = (row: PromptSnippetEntity): PromptSnippet => {
+    let view = views.get(row);
+    if (!view) views.set(row, (view = toPromptSnippet(row)));
+    return view;
+  };
   return {
     modelByUid: new DataLoader(async (uids) => {
       const rows = await services.models.findByUids(uids);
@@ -44,10 +52,11 @@ export function createLoaders(services: Services): Loaders {
       return uids.map((uid) => map.get(uid) ?? []);
     }),
     activeSnippets: () => (activeSnippets ??= services.snippets.allActive().then((rows) => new ActiveSnippetIndex(rows))),
-    snippetView: (row) => {
-      let view = views.get(row);
-      if (!view) views.set(row, (view = toPromptSnippet(row)));
-      return view;
+    snippetView,
+    snippetViews: (rows) => {
+      let mapped = selections.get(rows);
+      if (!mapped) selections.set(rows, (mapped = rows.map(snippetView)));
+      return mapped;
     },
   };
 }

@@ -161,6 +161,19 @@ export class ActiveSnippetIndex {
     }
   }
 
+  private readonly selections = new Map<string, readonly PromptSnippetEntity[]>();
+
+  /**
+   * Memoises a selection by the configuration's `snippet_tags` text: within a
+   * request many configurations share the same tags, and the selection only
+   * depends on them and on this index.
+   */
+  selection(snippetTags: string, select: () => readonly PromptSnippetEntity[]): readonly PromptSnippetEntity[] {
+    let selected = this.selections.get(snippetTags);
+    if (!selected) this.selections.set(snippetTags, (selected = select()));
+    return selected;
+  }
+
   /** `activeByTag` of behaviour.md §3.3 over this index. */
   activeByTag(tag: string): readonly PromptSnippetEntity[] {
     const wanted = normalizeTag(tag);
