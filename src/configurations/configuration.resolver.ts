@@ -1,4 +1,5 @@
-import { Arg, Authorized, Ctx, FieldResolver, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
+import type { GraphQLResolveInfo } from 'graphql';
+import { Arg, Authorized, Ctx, FieldResolver, Info, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import { Role } from '../auth/roles';
 import type { GraphQLContext } from '../graphql/context';
 import { JSONScalar } from '../graphql/scalars';
@@ -8,6 +9,15 @@ import { Skill, toSkill } from '../skills/skill.types';
 import { PromptSnippet } from '../snippets/snippet.types';
 import { callOptionsOf, effectiveSystemPromptOf, selectedSnippetsOf } from './configuration.service';
 import { CreateConfigurationInput, LlmConfiguration, toLlmConfiguration, UpdateConfigurationInput } from './configuration.types';
+
+const SNIPPET_FIELDS = new Set(['selectedSnippets', 'effectiveSystemPrompt', 'callOptions']);
+
+/** Whether the query selects one of `names` on this field's objects (fragments count as "maybe": true). */
+function selectsAny(info: GraphQLResolveInfo, names: ReadonlySet<string>): boolean {
+  return info.fieldNodes.some((node) =>
+    (node.selectionSet?.selections ?? []).some((selection) => selection.kind !== 'Field' || names.has(selection.name.value)),
+  );
+}
 
 @Resolver(() => LlmConfiguration)
 export class ConfigurationResolver {
@@ -29,7 +39,10 @@ export class ConfigurationResolver {
     @Ctx() { services, loaders }: GraphQLContext,
     @Arg('limit', () => Int, { nullable: true, defaultValue: 50 }) limit: number | null = 50,
     @Arg('offset', () => Int, { nullable: true, defaultValue: 0 }) offset: number | null = 0,
+    @Info() info: GraphQLResolveInfo,
   ): Promise<LlmConfiguration[]> {
+    // Fields that read the active snippets: load them alongside the list instead of after it.
+    if (selectsAny(info, SNIPPET_FIELDS)) void loaders.activeSnippets().catch(() => undefined);
     const rows = await services.configurations.listWithModels({ limit: limit ?? 50, offset: offset ?? 0 });
     for (const { model, provider } of rows) {
       if (model) loaders.modelByUid.prime(model.uid, model);

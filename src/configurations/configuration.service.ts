@@ -1,5 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import { getEntities, getEntityRows } from '../db/raw-rows';
+import { getEntities, getPreparedEntityRows } from '../db/raw-rows';
 import { assertIdentifierAvailable, checkPage, findLiveByIdentifierOrFail, findLiveOrFail, normalizeIdentifier, optionalText, type Page, requireName, liveRowsInListOrder, newRecordColumns } from '../db/record-rules';
 import { ModelEntity } from '../providers/model.entity';
 import { ProviderEntity } from '../providers/provider.entity';
@@ -108,14 +108,15 @@ export class ConfigurationService {
    */
   async listWithModels(page: Page): Promise<{ configuration: ConfigurationEntity; model: ModelEntity | null; provider: ProviderEntity | null }[]> {
     const { limit, offset } = checkPage(page);
-    const query = liveRowsInListOrder(this.dataSource, ConfigurationEntity, 'c')
-      .leftJoin(ModelEntity, 'm', 'm.uid = c.model_uid AND m.deleted = 0')
-      .leftJoin(ProviderEntity, 'p', 'p.uid = m.provider_uid AND p.deleted = 0')
-      .addSelect('m')
-      .addSelect('p')
-      .limit(limit)
-      .offset(offset);
-    const rows = await getEntityRows(this.dataSource, query, ['m', 'p']);
+    const query = () =>
+      liveRowsInListOrder(this.dataSource, ConfigurationEntity, 'c')
+        .leftJoin(ModelEntity, 'm', 'm.uid = c.model_uid AND m.deleted = 0')
+        .leftJoin(ProviderEntity, 'p', 'p.uid = m.provider_uid AND p.deleted = 0')
+        .addSelect('m')
+        .addSelect('p')
+        .limit(limit)
+        .offset(offset);
+    const rows = await getPreparedEntityRows(this.dataSource, `configurations:page:${limit}:${offset}`, query, ['m', 'p']);
     return rows.map(({ main, joined: [model, provider] }) => ({
       configuration: main,
       model: (model as ModelEntity | null) ?? null,

@@ -1,5 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import { getEntities } from '../db/raw-rows';
+import { getEntities, getPreparedEntities } from '../db/raw-rows';
 import { assertIdentifierAvailable, checkPage, findLiveOrFail, normalizeIdentifier, optionalText, type Page, requireName, liveRowsInListOrder, newRecordColumns } from '../db/record-rules';
 import { BadUserInputError, NotFoundError } from '../shared/errors';
 import type { KeyedMutex } from '../shared/keyed-mutex';
@@ -47,8 +47,7 @@ export class SnippetService {
 
   /** Every active, non-deleted snippet in list order: one query, shared by all tag lookups of a request. */
   async allActive(): Promise<PromptSnippetEntity[]> {
-    const rows = await getEntities(
-      this.dataSource,
+    const rows = await getPreparedEntities(this.dataSource, 'snippets:active', () =>
       liveRowsInListOrder(this.dataSource, PromptSnippetEntity, 's').andWhere('s.is_active = 1'),
     );
     return rows.sort(byListOrder);
@@ -61,17 +60,14 @@ export class SnippetService {
       if (filter.search) rows = rows.filter((row) => matchesSearch(row, filter.search ?? ''));
       return rows.slice(offset, offset + limit);
     }
-    const query = liveRowsInListOrder(this.dataSource, PromptSnippetEntity, 's')
-      .limit(limit)
-      .offset(offset);
-    if (filter.search) {
-      // '!' escapes LIKE wildcards: a backslash would need different quoting in MySQL and SQLite.
-      const pattern = `%${filter.search.toLowerCase().replace(/[!%_]/g, (c) => `!${c}`)}%`;
-      query.andWhere(
-        `(LOWER(s.identifier) LIKE :pattern ESCAPE '!' OR LOWER(s.name) LIKE :pattern ESCAPE '!' OR LOWER(COALESCE(s.description, '')) LIKE :pattern ESCAPE '!' OR LOWER(s.tags) LIKE :pattern ESCAPE '!' OR LOWER(s.snippet) LIKE :pattern ESCAPE '!')`,
-        { pattern },
-      );
-    }
+    const page = () => liveRowsInListOrder(this.dataSource, PromptSnippetEntity, 's').limit(limit).offset(offset);
+    if (!filter.search) return getPreparedEntities(this.dataSource, `snippets:page:${limit}:${offset}`, page);
+    // '!' escapes LIKE wildcards: a backslash would need different quoting in MySQL and SQLite.
+    const pattern = `%${filter.search.toLowerCase().replace(/[!%_]/g, (c) => `!${c}`)}%`;
+    const query = page().andWhere(
+      `(LOWER(s.identifier) LIKE :pattern ESCAPE '!' OR LOWER(s.name) LIKE :pattern ESCAPE '!' OR LOWER(COALESCE(s.description, '')) LIKE :pattern ESCAPE '!' OR LOWER(s.tags) LIKE :pattern ESCAPE '!' OR LOWER(s.snippet) LIKE :pattern ESCAPE '!')`,
+      { pattern },
+    );
     return getEntities(this.dataSource, query);
   }
 
