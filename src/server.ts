@@ -136,9 +136,9 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
     {
       schema,
       onConnect: async (ctx) => {
-        const { caller } = await authenticate(ctx.connectionParams?.authorization);
-        if (!caller) return false; // graphql-ws closes with 4403 Forbidden
-        ctx.extra.context = await contextFor(ctx.connectionParams?.authorization, crypto.randomUUID());
+        const context = await contextFor(ctx.connectionParams?.authorization, crypto.randomUUID());
+        if (!context.caller) return false; // graphql-ws closes with 4403 Forbidden
+        ctx.extra.context = context;
         return true;
       },
       context: (ctx) => ({ ...(ctx.extra.context as GraphQLContext), loaders: createLoaders(services) }),
@@ -177,7 +177,9 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
   // Requests whose handler is still working, even if their client went away: the database stays open until they finish.
   let inFlight = 0;
   httpServer.on('request', (request: IncomingMessage, response: ServerResponse) => {
-    const requestId = (typeof request.headers['x-request-id'] === 'string' && request.headers['x-request-id'].slice(0, 100)) || crypto.randomUUID();
+    // A client's request id is echoed only when it is a plain token; anything else gets a fresh one.
+    const offered = request.headers['x-request-id'];
+    const requestId = typeof offered === 'string' && REQUEST_ID_PATTERN.test(offered) ? offered : crypto.randomUUID();
     response.setHeader('x-request-id', requestId);
     const started = process.hrtime.bigint();
     response.once('finish', () => {
@@ -292,6 +294,8 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
       })()),
   };
 }
+
+const REQUEST_ID_PATTERN = /^[\w.:-]{1,100}$/;
 
 function sendJson(response: ServerResponse, status: number, payload: unknown): void {
   response.statusCode = status;

@@ -8,8 +8,8 @@ import { BadUserInputError, ConflictError, NotFoundError } from '../shared/error
 const IDENTIFIER_PATTERN = /^[a-z0-9_-]+$/;
 
 /** Identifiers are stored lower-case: `Nova_Persona` is accepted as `nova_persona`. */
-export function normalizeIdentifier(raw: string, field = 'identifier'): string {
-  const identifier = raw.trim().toLowerCase();
+export function normalizeIdentifier(raw: string | null | undefined, field = 'identifier'): string {
+  const identifier = (raw ?? '').trim().toLowerCase();
   if (identifier === '') throw new BadUserInputError(`${field} is required`, field);
   if (identifier.length > 100) throw new BadUserInputError(`${field} must be at most 100 characters`, field);
   if (!IDENTIFIER_PATTERN.test(identifier)) {
@@ -18,8 +18,8 @@ export function normalizeIdentifier(raw: string, field = 'identifier'): string {
   return identifier;
 }
 
-export function requireName(raw: string, field = 'name'): string {
-  const name = raw.trim();
+export function requireName(raw: string | null | undefined, field = 'name'): string {
+  const name = (raw ?? '').trim();
   if (name === '') throw new BadUserInputError(`${field} is required`, field);
   if (name.length > 255) throw new BadUserInputError(`${field} must be at most 255 characters`, field);
   return name;
@@ -75,6 +75,7 @@ export async function findLiveByIdentifierOrFail<T extends IdentifiedRow>(
   field: string,
 ): Promise<T> {
   const normalized = identifier.trim().toLowerCase();
+  if (normalized === '') throw new BadUserInputError(`${field} needs the identifier of a ${what}`, field);
   const row = await manager
     .getRepository(entity)
     .createQueryBuilder('row')

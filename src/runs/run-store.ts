@@ -26,11 +26,16 @@ export function toStoredStep(row: AgentRunEventEntity): StoredStep {
 export class RunStore {
   constructor(private readonly dataSource: DataSource) {}
 
-  async createRun(run: { uuid: string; configurationUid: number; configurationIdentifier: string }): Promise<AgentRunEntity> {
+  /**
+   * Stores a new QUEUED run. With `leaseHolder` its lease is written in the same
+   * transaction, so no other instance can see the run without an owner and
+   * declare it interrupted.
+   */
+  async createRun(run: { uuid: string; configurationUid: number; configurationIdentifier: string }, leaseHolder?: string): Promise<AgentRunEntity> {
     const now = unixNow();
-    const repository = this.dataSource.getRepository(AgentRunEntity);
-    return repository.save(
-      repository.create({
+    return this.dataSource.transaction(async (manager) => {
+      const repository = manager.getRepository(AgentRunEntity);
+      const row = await repository.save(repository.create({
         ...run,
         status: 'QUEUED',
         iterations: 0,
@@ -45,8 +50,12 @@ export class RunStore {
         finishedAt: 0,
         tstamp: now,
         crdate: now,
-      }),
-    );
+      }));
+      if (leaseHolder) {
+        await manager.createQueryBuilder().insert().into(RunLeaseEntity).values({ runUid: row.uid, instanceId: leaseHolder, heartbeatAt: now }).updateEntity(false).execute();
+      }
+      return row;
+    });
   }
 
   async markRunning(uid: number): Promise<void> {
@@ -99,14 +108,6 @@ export class RunStore {
       await manager.delete(RunLeaseEntity, { runUid });
       return { ...payload, sequence, kind, round, durationMs };
     });
-  }
-
-  async takeLease(runUid: number, instanceId: string): Promise<void> {
-    await this.dataSource.createQueryBuilder().insert().into(RunLeaseEntity).values({ runUid, instanceId, heartbeatAt: unixNow() }).updateEntity(false).execute();
-  }
-
-  async releaseLease(runUid: number): Promise<void> {
-    await this.dataSource.getRepository(RunLeaseEntity).delete({ runUid });
   }
 
   async heartbeat(instanceId: string): Promise<void> {

@@ -146,7 +146,7 @@ export class RunService {
     if (request.temperature != null) overrides.temperature = request.temperature;
     const callOptions = callOptionsFor(configuration, model, activeSnippets, overrides);
 
-    const row = await this.store.createRun({ uuid: crypto.randomUUID(), configurationUid: configuration.uid, configurationIdentifier: configuration.identifier });
+    const row = await this.store.createRun({ uuid: crypto.randomUUID(), configurationUid: configuration.uid, configurationIdentifier: configuration.identifier }, this.instanceId);
     const controller = new AbortController();
     const settings = provider ? this.providers.settingsFor(provider) : null;
     const adapter: ChatAdapter = settings ? (this.options.adapterFactory ?? ((s) => createChatAdapter(s, { logger: this.logger })))(settings) : unusableAdapter;
@@ -169,7 +169,6 @@ export class RunService {
       stream: request.stream !== false,
     };
 
-    await this.store.takeLease(row.uid, this.instanceId);
     // cancelRun may arrive at another instance; it asks over the bus.
     const stopListening = this.bus.subscribe(row.uuid, (message) => {
       if (message.type === 'cancel') controller.abort();
@@ -367,6 +366,9 @@ export class RunService {
       else if (message.type === 'step' && message.step.kind === 'end') queue.push(null);
     });
     try {
+      // The run may have ended between the first read and the listener: look again now that nothing can be missed.
+      const current = await this.store.findRun(uuid);
+      if (current && current.status !== 'QUEUED' && current.status !== 'RUNNING') return;
       for (;;) {
         const next = await queue.next();
         if (next.done) {

@@ -160,6 +160,18 @@ describe.each(testDialects)('snippets through the server on %s', (dialect) => {
       expect(data.snippet).toEqual({ name: 'Original', tags: ['keep'] });
     });
 
+    it.each([
+      ['identifier', 'identifier: null'],
+      ['name', 'name: null'],
+      ['snippet', 'snippet: null'],
+    ])('an explicit null %s in an update is refused and changes nothing', async (field, assignment) => {
+      const snippet = await createSnippet(t, { name: 'Kept' });
+      const result = await t.gql(`mutation($uid: Int!) { updateSnippet(uid: $uid, input: { ${assignment} }) { uid } }`, { uid: snippet.uid });
+      expect(result.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field });
+      const data = await t.ok<{ snippet: { identifier: string; name: string } }>('query($uid: Int) { snippet(uid: $uid) { identifier name } }', { uid: snippet.uid });
+      expect(data.snippet).toEqual({ identifier: snippet.identifier, name: 'Kept' });
+    });
+
     it('updating an unknown uid is NOT_FOUND', async () => {
       const result = await t.gql('mutation { updateSnippet(uid: 999999, input: { name: "x" }) { uid } }');
       expect(result.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');

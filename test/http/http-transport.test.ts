@@ -122,6 +122,10 @@ describe.each(testDialects)('the HTTP transport (%s)', (dialect) => {
     const made = await post(t, JSON.stringify({ query: '{ __typename }' }));
     expect(made.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
     await made.text();
+
+    const odd = await post(t, JSON.stringify({ query: '{ __typename }' }), { 'x-request-id': 'not a plain token; <script>' });
+    expect(odd.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    await odd.text();
   });
 
   describe('CSRF prevention', () => {
