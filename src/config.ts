@@ -26,6 +26,8 @@ export interface AppConfig {
   seedExamples: boolean;
   /** Deepest selection set a query may have. */
   maxQueryDepth: number;
+  /** HTTP requests allowed to wait for their turn; beyond that a request gets 503 with Retry-After. */
+  maxQueuedRequests: number;
   /** Reads a provider key given as `env:NAME` at call time (behaviour.md §1). */
   readEnv: (name: string) => string | undefined;
 }
@@ -112,6 +114,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     bodyLimitBytes: integer('BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     seedExamples: flag('SEED_EXAMPLES', database.kind === 'sqlite'),
     maxQueryDepth: integer('MAX_QUERY_DEPTH', 12, 3, 100),
+    maxQueuedRequests: integer('MAX_QUEUED_REQUESTS', 1000, 1, 1_000_000),
     readEnv: (name) => env[name],
   };
 

@@ -23,6 +23,7 @@ import { createLoaders } from './graphql/loaders';
 import { buildAppSchema } from './graphql/schema';
 import { HttpError, readBody } from './http-body';
 import { createLogger, type Logger } from './logger';
+import { RequestQueue } from './request-queue';
 import { RunService, type RunServiceOptions } from './runs/run.service';
 import { createDatabaseSnippetSource } from './runs/database-snippet-source';
 import { createBuiltinToolRegistry } from './runs/tools/builtin-tools';
@@ -176,6 +177,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
 
   // Requests whose handler is still working, even if their client went away: the database stays open until they finish.
   let inFlight = 0;
+  const queue = new RequestQueue({ limit: config.maxQueuedRequests });
   httpServer.on('request', (request: IncomingMessage, response: ServerResponse) => {
     // A client's request id is echoed only when it is a plain token; anything else gets a fresh one.
     const offered = request.headers['x-request-id'];
@@ -189,16 +191,28 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         'request',
       );
     });
-    inFlight += 1;
-    handle(request, response, requestId)
-      .finally(() => {
-        inFlight -= 1;
-      })
-      .catch((error: unknown) => {
-        logger.error({ err: error, requestId }, 'request failed');
-        if (!response.headersSent) sendJson(response, 500, { errors: [{ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } }] });
-        else response.end();
-      });
+    const start = () => {
+      handle(request, response, requestId)
+        .finally(() => {
+          inFlight -= 1;
+        })
+        .catch((error: unknown) => {
+          logger.error({ err: error, requestId }, 'request failed');
+          if (!response.headersSent) sendJson(response, 500, { errors: [{ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } }] });
+          else response.end();
+        });
+    };
+    // Probes answer at once, even when the queue is long.
+    const probe = request.url === '/healthz' || request.url === '/readyz';
+    if (probe || queue.offer(start)) {
+      inFlight += 1;
+      if (probe) start();
+      return;
+    }
+    response.setHeader('retry-after', '1');
+    sendJson(response, 503, {
+      errors: [{ message: `The server is busy: ${queue.length} requests are waiting. Retry in a second, or raise MAX_QUEUED_REQUESTS.`, extensions: { code: 'SERVICE_UNAVAILABLE' } }],
+    });
   });
 
   async function handle(request: IncomingMessage, response: ServerResponse, requestId: string): Promise<void> {
