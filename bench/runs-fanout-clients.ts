@@ -2,13 +2,15 @@
  * The client side of runs-fanout, in its own process so that the server's
  * memory can be measured without the clients in it: CLIENTS graphql-ws
  * clients (each its own socket to 127.0.0.1), opened in batches of BATCH,
- * each subscribed to runTrace of RUN_ID. Every received step is timestamped
- * (epoch ms, sub-millisecond) and reported to the parent over IPC.
+ * each subscribed to runTrace of the runs in RUN_IDS, one after the other (a
+ * warm-up run, then the measured one), over the same sockets. Every received
+ * step is timestamped (epoch ms, sub-millisecond) and reported to the parent
+ * over IPC.
  *
  * Protocol (process.send / process.on('message')):
  *   parent → child  { type: 'clock', id }         child → parent { type: 'clock', id, t }
- *   child → parent  { type: 'ready', ready, failed, openMs }   every client got the replay up to READY_SEQUENCE
- *   child → parent  { type: 'done', received, completed, errors }   all clients completed, or DONE_TIMEOUT_MS passed
+ *   child → parent  { type: 'ready', run, ready, failed, openMs }   every client got run's replay up to READY_SEQUENCE
+ *   child → parent  { type: 'done', run, received, completed, errors, clientCpuMs }   all clients completed run, or DONE_TIMEOUT_MS passed
  *   parent → child  { type: 'exit' }
  * Not meant to be started by hand.
  */
@@ -21,7 +23,7 @@ const epochMs = (): number => performance.timeOrigin + performance.now();
 
 const url = process.env.WS_URL ?? '';
 const token = process.env.TOKEN ?? '';
-const runId = process.env.RUN_ID ?? '';
+const runIds = (process.env.RUN_IDS ?? '').split(',').filter(Boolean);
 const clientCount = Number(process.env.CLIENTS ?? 1000);
 const batchSize = Number(process.env.BATCH ?? 50);
 const readySequence = Number(process.env.READY_SEQUENCE ?? 1);
@@ -60,9 +62,17 @@ function open(): Watcher {
     connectionParams: { authorization: `Bearer ${token}` },
     retryAttempts: 0,
     lazy: true,
+    // The socket stays open between the warm-up run and the measured one.
+    lazyCloseTimeout: 600_000,
   });
-  const watcher: Watcher = { client, received: [], lastSequence: 0, completed: false, error: null, onProgress: null };
-  client.subscribe<{ runTrace: { sequence: number } }>(
+  return { client, received: [], lastSequence: 0, completed: false, error: null, onProgress: null };
+}
+
+function watch(watcher: Watcher, runId: string): void {
+  watcher.received = [];
+  watcher.lastSequence = 0;
+  watcher.completed = false;
+  watcher.client.subscribe<{ runTrace: { sequence: number } }>(
     { query: TRACE, variables: { runId } },
     {
       next: (value) => {
@@ -83,7 +93,6 @@ function open(): Watcher {
       },
     },
   );
-  return watcher;
 }
 
 function until(batch: Watcher[], condition: (w: Watcher) => boolean, timeoutMs: number): Promise<void> {
@@ -103,22 +112,32 @@ function until(batch: Watcher[], condition: (w: Watcher) => boolean, timeoutMs: 
 }
 
 async function main(): Promise<void> {
-  const started = epochMs();
-  for (let opened = 0; opened < clientCount; opened += batchSize) {
-    const batch: Watcher[] = [];
-    for (let i = opened; i < Math.min(clientCount, opened + batchSize); i += 1) batch.push(open());
-    watchers.push(...batch);
-    await until(batch, (w) => w.lastSequence >= readySequence, BATCH_TIMEOUT_MS);
+  for (const [run, runId] of runIds.entries()) {
+    const started = epochMs();
+    for (let opened = 0; opened < clientCount; opened += batchSize) {
+      const batch: Watcher[] = [];
+      for (let i = opened; i < Math.min(clientCount, opened + batchSize); i += 1) {
+        const watcher = watchers[i] ?? open();
+        watchers[i] = watcher;
+        watch(watcher, runId);
+        batch.push(watcher);
+      }
+      await until(batch, (w) => w.lastSequence >= readySequence, BATCH_TIMEOUT_MS);
+    }
+    const failed = watchers.filter((w) => w.error !== null || w.lastSequence < readySequence).length;
+    send({ type: 'ready', run, ready: watchers.length - failed, failed, openMs: epochMs() - started, errors: watchers.filter((w) => w.error).slice(0, 5).map((w) => w.error) });
+    const cpuAtReady = process.cpuUsage();
+    await until(watchers, (w) => w.completed, DONE_TIMEOUT_MS);
+    const cpu = process.cpuUsage(cpuAtReady);
+    send({
+      type: 'done',
+      run,
+      clientCpuMs: (cpu.user + cpu.system) / 1000,
+      received: watchers.map((w) => w.received),
+      completed: watchers.filter((w) => w.completed).length,
+      errors: watchers.filter((w) => w.error).map((w) => w.error),
+    });
   }
-  const failed = watchers.filter((w) => w.error !== null || w.lastSequence < readySequence).length;
-  send({ type: 'ready', ready: watchers.length - failed, failed, openMs: epochMs() - started, errors: watchers.filter((w) => w.error).slice(0, 5).map((w) => w.error) });
-  await until(watchers, (w) => w.completed, DONE_TIMEOUT_MS);
-  send({
-    type: 'done',
-    received: watchers.map((w) => w.received),
-    completed: watchers.filter((w) => w.completed).length,
-    errors: watchers.filter((w) => w.error).map((w) => w.error),
-  });
 }
 
 process.on('message', (message: { type: string; id?: number }) => {

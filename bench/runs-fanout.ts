@@ -13,6 +13,10 @@
  * a client that has them is subscribed live. Once all are, the idle memory is
  * taken, then the gate opens and the remaining steps are streamed.
  *
+ * Before it, the same clients watch a warm-up run with the same script to
+ * its end over the same sockets (what is measured is the steady state, not
+ * the first JIT compilation of the delivery path); nothing of it is counted.
+ *
  * Latency of a delivery = t(client received the step) − t(step published),
  * where t(published) is when a listener this benchmark subscribed to the
  * server's in-process TraceBus (before any client) is called — the bus calls
@@ -79,6 +83,8 @@ export interface FanoutRow {
   runMs: number;
   lastDeliveryMs: number;
   serverCpuUsPerDelivery: number;
+  /** The client process's CPU (all 1,000 clients) per live delivery, µs. */
+  clientCpuUsPerDelivery: number;
   /** (heapUsed + external) delta per idle subscriber, kB. */
   memoryPerSubscriberKb: number;
   heapPerSubscriberKb: number;
@@ -100,6 +106,22 @@ interface ChildMessage {
   errors?: (string | null)[];
   received?: number[][];
   completed?: number;
+  clientCpuMs?: number;
+}
+
+interface Held {
+  opened: Promise<void>;
+  open(): void;
+  wasReached: Promise<void>;
+  reached(): void;
+}
+
+function held(): Held {
+  let open!: () => void;
+  let reached!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  const wasReached = new Promise<void>((resolve) => (reached = resolve));
+  return { opened, open, wasReached, reached };
 }
 
 function gc(): void {
@@ -177,32 +199,39 @@ export async function runRunsFanout(
   if (!Number.isInteger(rounds) || rounds < 5 || rounds > 20) throw new Error('ROUNDS must be 5..20 (at least 20 steps)');
   gc();
   const database = await createScratchDatabase('sqlite');
-  let gateOpen!: () => void;
-  const gate = new Promise<void>((resolve) => (gateOpen = resolve));
-  let firstCall!: () => void;
-  const firstCallReached = new Promise<void>((resolve) => (firstCall = resolve));
-  const replies: ScriptedReply[] = [];
-  for (let r = 1; r <= rounds; r += 1) {
-    const answer =
-      r < rounds
-        ? { toolCalls: [{ name: 'calculator', arguments: { expression: `${r} * 21` } }], usage: [100 + 20 * r, 12] as const, delayMs }
-        : { content: 'Every intermediate value is computed.', usage: [100 + 20 * r, 12] as const, delayMs };
-    replies.push(
-      r === 1
-        ? async () => {
-            firstCall();
-            await gate;
-            return answer;
-          }
-        : answer,
-    );
-  }
-  const server = await startRunsServer(database, { runs: { adapterFactory: () => createScriptedAdapter(replies) } });
+  // Two runs with the same script, each held at its first provider call by its own
+  // gate: a warm-up run the clients watch first, then the measured one.
+  const gates = [held(), held()];
+  let started = 0;
+  const script = (gate: Held): ScriptedReply[] => {
+    const replies: ScriptedReply[] = [];
+    for (let r = 1; r <= rounds; r += 1) {
+      const answer =
+        r < rounds
+          ? { toolCalls: [{ name: 'calculator', arguments: { expression: `${r} * 21` } }], usage: [100 + 20 * r, 12] as const, delayMs }
+          : { content: 'Every intermediate value is computed.', usage: [100 + 20 * r, 12] as const, delayMs };
+      replies.push(
+        r === 1
+          ? async () => {
+              gate.reached();
+              await gate.opened;
+              return answer;
+            }
+          : answer,
+      );
+    }
+    return replies;
+  };
+  const server = await startRunsServer(database, { runs: { adapterFactory: () => createScriptedAdapter(script(gates[started++] ?? held())) } });
+  const [warmGate, gate] = gates as [Held, Held];
   let child: ChildProcess | null = null;
   try {
     const { services } = server;
     const configuration = await seedRunConfiguration(services);
-    const view = await services.runs.start({ configuration, prompt: 'Work it out with the calculator.', tools: ['calculator'], maxRounds: rounds, stream: false }, BENCH_CALLER);
+    const input = { configuration, prompt: 'Work it out with the calculator.', tools: ['calculator'], maxRounds: rounds, stream: false };
+    const warmUp = await services.runs.start(input, BENCH_CALLER);
+    await withDeadline(warmGate.wasReached, 10_000, 'the warm-up run\'s first provider call');
+    const view = await services.runs.start(input, BENCH_CALLER);
     const published = new Map<number, number>();
     let endPublishedAt = 0;
     let resolveEnd!: () => void;
@@ -217,7 +246,7 @@ export async function runRunsFanout(
         resolveEnd();
       }
     });
-    await withDeadline(firstCallReached, 10_000, 'the first provider call');
+    await withDeadline(gate.wasReached, 10_000, 'the first provider call');
     const replayed = published.size;
 
     const before = memory();
@@ -226,7 +255,7 @@ export async function runRunsFanout(
         ...process.env,
         WS_URL: server.wsUrl,
         TOKEN: RUNS_BENCH_TOKEN,
-        RUN_ID: view.row.uuid,
+        RUN_IDS: `${warmUp.row.uuid},${view.row.uuid}`,
         CLIENTS: String(subscribers),
         BATCH: '50',
         READY_SEQUENCE: String(replayed),
@@ -234,6 +263,11 @@ export async function runRunsFanout(
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     const link = new ChildLink(child);
+    // The warm-up run: every client watches it to the end (JIT-compiled paths, socket buffers).
+    await link.next('ready', 300_000);
+    warmGate.open();
+    const warmDone = await link.next('done', 180_000);
+    if ((warmDone.completed ?? 0) < subscribers) throw new Error(`only ${warmDone.completed} of ${subscribers} clients completed the warm-up run`);
     const ready = await link.next('ready', 300_000);
     if ((ready.failed ?? 0) > 0) console.log(`${ready.failed} of ${subscribers} clients did not subscribe:`, ready.errors);
     await sleep(1_000);
@@ -242,7 +276,7 @@ export async function runRunsFanout(
 
     const cpuBefore = process.cpuUsage();
     const gateAt = epochMs();
-    gateOpen();
+    gate.open();
     await withDeadline(ended, 120_000, 'the END step');
     const done = await link.next('done', 180_000);
     const cpu = process.cpuUsage(cpuBefore);
@@ -282,6 +316,7 @@ export async function runRunsFanout(
       runMs: round(endPublishedAt - gateAt, 1),
       lastDeliveryMs: round(lastDelivery - gateAt, 1),
       serverCpuUsPerDelivery: round((cpu.user + cpu.system) / Math.max(1, latencies.length), 1),
+      clientCpuUsPerDelivery: round(((done.clientCpuMs ?? 0) * 1000) / Math.max(1, latencies.length), 1),
       memoryPerSubscriberKb: perClient(idle.heap + idle.external - before.heap - before.external),
       heapPerSubscriberKb: perClient(idle.heap - before.heap),
       externalPerSubscriberKb: perClient(idle.external - before.external),
@@ -311,7 +346,7 @@ export async function runRunsFanout(
 
 export function formatRunsFanout(rows: readonly FanoutRow[]): string {
   return markdownTable(
-    ['subscribers (subscribed)', 'live steps (delay)', 'deliveries received / expected', 'latency p50 / p99 / max ms (target p99)', 'last subscriber per step p50 / max ms', 'last delivery after gate / run ms', 'server CPU µs per delivery', 'memory per idle subscriber kB (target)', 'errors'],
+    ['subscribers (subscribed)', 'live steps (delay)', 'deliveries received / expected', 'latency p50 / p99 / max ms (target p99)', 'last subscriber per step p50 / max ms', 'last delivery after gate / run ms', 'server / client CPU µs per delivery', 'memory per idle subscriber kB (target)', 'errors'],
     rows.map((row) => [
       `${row.subscribers} (${row.subscribed})`,
       `${row.liveSteps} of ${row.steps} (${row.delayMs} ms/call)`,
@@ -319,7 +354,7 @@ export function formatRunsFanout(rows: readonly FanoutRow[]): string {
       `${row.latency.p50} / ${row.latency.p99} / ${row.latency.max} (< ${row.p99Target}) ${row.latency.p99 < row.p99Target ? 'ok' : 'MISSED'}`,
       `${row.lastSubscriberPerStep.p50} / ${row.lastSubscriberPerStep.max}`,
       `${row.lastDeliveryMs} / ${row.runMs}`,
-      String(row.serverCpuUsPerDelivery),
+      `${row.serverCpuUsPerDelivery} / ${row.clientCpuUsPerDelivery}`,
       `${row.memoryPerSubscriberKb} (heap ${row.heapPerSubscriberKb} + external ${row.externalPerSubscriberKb}; rss ${row.rssPerSubscriberKb}) (< ${row.memoryTargetKb}) ${row.memoryPerSubscriberKb < row.memoryTargetKb ? 'ok' : 'MISSED'}`,
       row.clientErrors.length === 0 ? '0' : row.clientErrors.join('; '),
     ]),

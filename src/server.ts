@@ -10,9 +10,9 @@ import { ApolloServer, HeaderMap, type ApolloServerPlugin, type HTTPGraphQLReque
 import { ApolloServerPluginCacheControlDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
-import { type GraphQLError, type GraphQLSchema, validate as validateDocument, specifiedRules, type ValidationRule } from 'graphql';
+import { type ExecutionResult, type GraphQLError, type GraphQLSchema, validate as validateDocument, specifiedRules, type ValidationRule } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
-import { WebSocketServer } from 'ws';
+import { type WebSocket, WebSocketServer } from 'ws';
 import type { Caller } from './auth/roles';
 import type { AppConfig } from './config';
 import { createDataSource } from './db/data-source';
@@ -21,9 +21,11 @@ import type { GraphQLContext } from './graphql/context';
 import { createErrorFormatter } from './graphql/format-error';
 import { createLoaders } from './graphql/loaders';
 import { buildAppSchema } from './graphql/schema';
+import { createSharedSubscribe, expandPreSerialized, isPreSerialized } from './graphql/shared-subscriptions';
 import { HttpError, readBody } from './http-body';
 import { createLogger, type Logger } from './logger';
 import { RequestQueue } from './request-queue';
+import { SocketBatcher } from './socket-batcher';
 import { RunService, type RunServiceOptions } from './runs/run.service';
 import { createDatabaseSnippetSource } from './runs/database-snippet-source';
 import { createBuiltinToolRegistry } from './runs/tools/builtin-tools';
@@ -132,7 +134,26 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
 
   const formatError = createErrorFormatter(logger);
   const formatErrors = (errors: readonly GraphQLError[]) => errors.map((error) => formatError(error.toJSON(), error));
+  const formatResult = <T extends ExecutionResult>(result: T): T =>
+    result.errors?.length ? { ...result, errors: formatErrors(result.errors) as unknown as GraphQLError[] } : result;
+  const sharedSubscribe = createSharedSubscribe({ contextKey: (context) => (context as GraphQLContext).caller?.role ?? null, finish: formatResult });
   const wsServer = new WebSocketServer({ server: httpServer, path: '/graphql', maxPayload: config.bodyLimitBytes });
+  const batcher = new SocketBatcher(WS_BATCH_WINDOW_MS);
+  wsServer.on('connection', (socket: WebSocket, request: IncomingMessage) => {
+    const send = socket.send.bind(socket) as (data: unknown, callback?: (error?: Error) => void) => void;
+    const tcp = request.socket;
+    socket.send = ((data: unknown, callback?: (error?: Error) => void) => {
+      const message = typeof data === 'string' ? expandPreSerialized(data) : data;
+      if (!callback) return send(message);
+      // graphql-ws sends a subscription's next message only after this callback: it comes
+      // at once while little is held for the socket, so a burst of steps leaves in one
+      // write, and after the write once more is held (a slow reader holds back its watcher).
+      batcher.hold(tcp);
+      if (tcp.writableLength >= HELD_BYTES_LIMIT) return send(message, callback);
+      send(message);
+      callback();
+    }) as typeof socket.send;
+  });
   const wsCleanup = useServer<Record<string, unknown>, { context?: GraphQLContext }>(
     {
       schema,
@@ -143,8 +164,10 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         return true;
       },
       context: (ctx) => ({ ...(ctx.extra.context as GraphQLContext), loaders: createLoaders(services) }),
-      // Errors over the socket get the same codes and masking as over HTTP.
-      onNext: (_ctx, _id, _payload, _args, result) => (result.errors?.length ? { ...result, errors: formatErrors(result.errors) as unknown as GraphQLError[] } : result),
+      // An event is executed and serialised once for all subscribers with the same operation.
+      subscribe: sharedSubscribe,
+      // Errors over the socket get the same codes and masking as over HTTP (shared results are formatted already).
+      onNext: (_ctx, _id, _payload, _args, result) => (isPreSerialized(result) ? result : formatResult(result)),
       onError: (_ctx, _id, _payload, errors) => formatErrors(errors) as unknown as GraphQLError[],
       // The same depth limit as over HTTP.
       validate: (s, document) => validateDocument(s, document, [...specifiedRules, ...validationRules]),
@@ -308,6 +331,12 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
       })()),
   };
 }
+
+/** Longest a WebSocket message is held to leave together with others (see SocketBatcher). */
+const WS_BATCH_WINDOW_MS = 2;
+
+/** Bytes a WebSocket may have waiting before its sender waits for them to be written. */
+const HELD_BYTES_LIMIT = 64 * 1024;
 
 const REQUEST_ID_PATTERN = /^[\w.:-]{1,100}$/;
 

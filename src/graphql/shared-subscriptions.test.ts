@@ -1,0 +1,152 @@
+import { EventEmitter, on } from 'node:events';
+import { GraphQLInt, GraphQLObjectType, GraphQLSchema, GraphQLString, parse, type ExecutionResult } from 'graphql';
+import { createSharedSubscribe, expandPreSerialized, isPreSerialized, preSerialized } from './shared-subscriptions';
+
+interface Tick {
+  n: number;
+  label: string;
+}
+
+function fixture() {
+  const bus = new EventEmitter();
+  let resolved = 0;
+  let sourcesOpen = 0;
+  const Tick = new GraphQLObjectType({
+    name: 'Tick',
+    fields: {
+      n: {
+        type: GraphQLInt,
+        resolve: (tick: Tick) => {
+          resolved += 1;
+          return tick.n;
+        },
+      },
+      label: { type: GraphQLString },
+      viewer: { type: GraphQLString, resolve: (_tick: Tick, _args: unknown, context: { role: string }) => context.role },
+    },
+  });
+  const schema = new GraphQLSchema({
+    query: new GraphQLObjectType({ name: 'Query', fields: { ok: { type: GraphQLInt } } }),
+    subscription: new GraphQLObjectType({
+      name: 'Subscription',
+      fields: {
+        live: {
+          type: Tick,
+          // An event stream that ends a pending next() when returned (unlike an async generator).
+          subscribe: () => {
+            const events = on(bus, 'tick');
+            sourcesOpen += 1;
+            return {
+              next: () => events.next(),
+              return: () => {
+                sourcesOpen -= 1;
+                return events.return ? events.return() : Promise.resolve({ value: undefined, done: true });
+              },
+              [Symbol.asyncIterator]() {
+                return this;
+              },
+            };
+          },
+          resolve: (event: unknown) => (event as [Tick])[0],
+        },
+        ticks: {
+          type: Tick,
+          subscribe: async function* () {
+            sourcesOpen += 1;
+            try {
+              for await (const [tick] of on(bus, 'tick')) yield tick as Tick;
+            } finally {
+              sourcesOpen -= 1;
+            }
+          },
+          resolve: (tick: unknown) => tick,
+        },
+      },
+    }),
+  });
+  return { bus, schema, resolved: () => resolved, sourcesOpen: () => sourcesOpen };
+}
+
+const subscribeShared = createSharedSubscribe({ contextKey: (context) => (context as { role: string }).role, finish: (result) => result });
+
+async function open(schema: GraphQLSchema, query: string, role = 'VIEWER', variableValues?: Record<string, unknown>) {
+  const result = await subscribeShared({ schema, document: parse(query), contextValue: { role }, variableValues });
+  if (!(Symbol.asyncIterator in result)) throw new Error('expected a stream');
+  return (result as AsyncIterable<ExecutionResult>)[Symbol.asyncIterator]();
+}
+
+const asJson = (value: unknown) => JSON.parse(expandPreSerialized(JSON.stringify({ payload: value }))) as { payload: unknown };
+
+describe('createSharedSubscribe', () => {
+  it('executes an event once for identical subscriptions, and once more for a different document or role', async () => {
+    const { bus, schema, resolved } = fixture();
+    const same = await Promise.all(Array.from({ length: 50 }, () => open(schema, 'subscription { ticks { n label } }')));
+    const other = await open(schema, 'subscription { ticks { value: n } }');
+    const admin = await open(schema, 'subscription { ticks { n label } }', 'ADMIN');
+    const pending = [...same, other, admin].map((iterator) => iterator.next());
+    await new Promise((resolve) => setImmediate(resolve));
+    bus.emit('tick', { n: 7, label: 'seven' });
+    const results = await Promise.all(pending);
+    expect(resolved()).toBe(3);
+    for (const result of results.slice(0, 50)) expect(asJson(result.value).payload).toEqual({ data: { ticks: { n: 7, label: 'seven' } } });
+    expect(asJson(results[50]!.value).payload).toEqual({ data: { ticks: { value: 7 } } });
+    expect(asJson(results[51]!.value).payload).toEqual({ data: { ticks: { n: 7, label: 'seven' } } });
+    expect(isPreSerialized(results[0]!.value)).toBe(true);
+    expect((results[0]!.value as ExecutionResult).data).toEqual({ ticks: { n: 7, label: 'seven' } });
+  });
+
+  it('keeps results apart when the variables differ', async () => {
+    const { bus, schema } = fixture();
+    const doc = 'subscription($withLabel: Boolean!) { ticks { n label @include(if: $withLabel) } }';
+    const withLabel = await open(schema, doc, 'VIEWER', { withLabel: true });
+    const without = await open(schema, doc, 'VIEWER', { withLabel: false });
+    const pending = [withLabel.next(), without.next()];
+    await new Promise((resolve) => setImmediate(resolve));
+    bus.emit('tick', { n: 1, label: 'one' });
+    const [a, b] = await Promise.all(pending);
+    expect(asJson(a!.value).payload).toEqual({ data: { ticks: { n: 1, label: 'one' } } });
+    expect(asJson(b!.value).payload).toEqual({ data: { ticks: { n: 1 } } });
+  });
+
+  it('executes separately for events that are distinct objects', async () => {
+    const { bus, schema, resolved } = fixture();
+    const iterators = await Promise.all([open(schema, 'subscription { ticks { n } }'), open(schema, 'subscription { ticks { n } }')]);
+    const first = iterators.map((iterator) => iterator.next());
+    await new Promise((resolve) => setImmediate(resolve));
+    bus.emit('tick', { n: 1, label: 'a' });
+    await Promise.all(first);
+    const second = iterators.map((iterator) => iterator.next());
+    bus.emit('tick', { n: 2, label: 'b' });
+    const results = await Promise.all(second);
+    expect(results.map((result) => asJson(result.value).payload)).toEqual([{ data: { ticks: { n: 2 } } }, { data: { ticks: { n: 2 } } }]);
+    expect(resolved()).toBe(2);
+  });
+
+  it('hands return() to the source at once, even while waiting for an event', async () => {
+    const { schema, sourcesOpen } = fixture();
+    const iterator = await open(schema, 'subscription { live { n } }');
+    const waiting = iterator.next();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(sourcesOpen()).toBe(1);
+    await iterator.return?.();
+    expect(sourcesOpen()).toBe(0);
+    await expect(waiting).resolves.toEqual({ value: undefined, done: true });
+  });
+
+  it('passes errors of the subscribe step through as a result', async () => {
+    const { schema } = fixture();
+    const result = await subscribeShared({ schema, document: parse('subscription { nope }'), contextValue: { role: 'VIEWER' } });
+    expect('errors' in result && result.errors?.length).toBeTruthy();
+  });
+});
+
+describe('expandPreSerialized', () => {
+  it('splices each result\'s JSON where its marker stands, and leaves other messages alone', () => {
+    const one = preSerialized({ data: { text: 'quote " and \\ backslash, \u2028 and emoji 🚀' } });
+    const two = preSerialized({ data: { n: 2 } });
+    const message = JSON.stringify({ id: 'a', type: 'next', payload: one, extra: [two, one] });
+    expect(JSON.parse(expandPreSerialized(message))).toEqual({ id: 'a', type: 'next', payload: one.result, extra: [two.result, one.result] });
+    const plain = JSON.stringify({ id: 'b', type: 'next', payload: { data: { text: '"pw-serialized-not-ours-1"' } } });
+    expect(expandPreSerialized(plain)).toBe(plain);
+  });
+});
