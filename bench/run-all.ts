@@ -34,7 +34,7 @@ async function main(): Promise<void> {
   sections.push(`### Agent loop overhead per round (zero-latency provider)\n\n${loop}`);
 
   console.log('== Trace fan-out');
-  const fanout = formatRunsFanout(await runRunsFanout());
+  const fanout = formatRunsFanout([...(await runRunsFanout(undefined, undefined, undefined, 'library')), ...(await runRunsFanout(undefined, undefined, undefined, 'lean'))]);
   console.log(fanout);
   sections.push(`### runTrace fan-out to graphql-ws subscribers\n\n${fanout}`);
 

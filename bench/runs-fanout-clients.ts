@@ -1,7 +1,8 @@
 /**
  * The client side of runs-fanout, in its own process so that the server's
  * memory can be measured without the clients in it: CLIENTS graphql-ws
- * clients (each its own socket to 127.0.0.1), opened in batches of BATCH,
+ * clients (each its own socket to 127.0.0.1; lean protocol clients, or the
+ * graphql-ws client library with FANOUT_CLIENT=library), opened in batches of BATCH,
  * each subscribed to runTrace of the runs in RUN_IDS, one after the other (a
  * warm-up run, then the measured one), over the same sockets. Every received
  * step is timestamped (epoch ms, sub-millisecond) and reported to the parent
@@ -15,7 +16,7 @@
  * Not meant to be started by hand.
  */
 import { performance } from 'node:perf_hooks';
-import { createClient, type Client } from 'graphql-ws';
+import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 
 /** As runs-support's epochMs; not imported from there, so this process does not load the server. */
@@ -35,7 +36,8 @@ const TRACE = `subscription($runId: ID!) {
 }`;
 
 interface Watcher {
-  client: Client;
+  subscribe(runId: string): void;
+  close(): void;
   /** Flat [sequence, receivedAt, sequence, receivedAt, …]. */
   received: number[];
   lastSequence: number;
@@ -55,7 +57,75 @@ if (!url.startsWith('ws://127.0.0.1:')) {
 
 const watchers: Watcher[] = [];
 
-function open(): Watcher {
+/**
+ * A lean graphql-transport-ws client: connection_init, subscribe, and the
+ * next / error / complete messages, parsed with JSON.parse as any client must.
+ * (The graphql-ws client library took 13 µs of this process's CPU per message;
+ * with 1,000 of them in one process on the server's machine, it, not the
+ * server, set the latency. The server does the same work for either.)
+ */
+function openLean(): Watcher {
+  const socket = new WebSocket(url, 'graphql-transport-ws');
+  let acknowledge!: () => void;
+  const acknowledged = new Promise<void>((resolve) => (acknowledge = resolve));
+  let subscriptions = 0;
+  const watcher: Watcher = {
+    subscribe: (runId) => {
+      subscriptions += 1;
+      const id = String(subscriptions);
+      void acknowledged.then(() => socket.send(JSON.stringify({ id, type: 'subscribe', payload: { query: TRACE, variables: { runId } } })));
+    },
+    close: () => socket.close(1000),
+    received: [],
+    lastSequence: 0,
+    completed: false,
+    error: null,
+    onProgress: null,
+  };
+  socket.on('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${token}` } })));
+  socket.on('message', (data: Buffer) => {
+    const t = epochMs();
+    const message = JSON.parse(data.toString()) as { type: string; id?: string; payload?: { data?: { runTrace?: { sequence: number } }; errors?: { message: string }[] } | { message: string }[] };
+    switch (message.type) {
+      case 'connection_ack':
+        acknowledge();
+        return;
+      case 'ping':
+        socket.send('{"type":"pong"}');
+        return;
+      case 'next': {
+        if (message.id !== String(subscriptions)) return;
+        const payload = message.payload as { data?: { runTrace?: { sequence: number } }; errors?: { message: string }[] };
+        const sequence = payload.data?.runTrace?.sequence ?? -1;
+        if (payload.errors?.length) watcher.error ??= payload.errors.map((e) => e.message).join('; ');
+        watcher.received.push(sequence, t);
+        watcher.lastSequence = sequence;
+        break;
+      }
+      case 'error':
+        watcher.error ??= JSON.stringify(message.payload);
+        break;
+      case 'complete':
+        if (message.id === String(subscriptions)) watcher.completed = true;
+        break;
+      default:
+        return;
+    }
+    watcher.onProgress?.();
+  });
+  socket.on('close', (code) => {
+    if (!watcher.completed) watcher.error ??= `close ${code}`;
+    watcher.onProgress?.();
+  });
+  socket.on('error', (error) => {
+    watcher.error ??= error.message;
+    watcher.onProgress?.();
+  });
+  return watcher;
+}
+
+/** The graphql-ws client library (FANOUT_CLIENT=library). */
+function openLibrary(): Watcher {
   const client = createClient({
     url,
     webSocketImpl: WebSocket,
@@ -65,34 +135,47 @@ function open(): Watcher {
     // The socket stays open between the warm-up run and the measured one.
     lazyCloseTimeout: 600_000,
   });
-  return { client, received: [], lastSequence: 0, completed: false, error: null, onProgress: null };
+  const watcher: Watcher = {
+    subscribe: (runId) => {
+      client.subscribe<{ runTrace: { sequence: number } }>(
+        { query: TRACE, variables: { runId } },
+        {
+          next: (value) => {
+            const t = epochMs();
+            const sequence = value.data?.runTrace.sequence ?? -1;
+            if (value.errors?.length) watcher.error ??= value.errors.map((e) => e.message).join('; ');
+            watcher.received.push(sequence, t);
+            watcher.lastSequence = sequence;
+            watcher.onProgress?.();
+          },
+          error: (error: unknown) => {
+            watcher.error ??= error instanceof Error ? error.message : String(error);
+            watcher.onProgress?.();
+          },
+          complete: () => {
+            watcher.completed = true;
+            watcher.onProgress?.();
+          },
+        },
+      );
+    },
+    close: () => void client.dispose(),
+    received: [],
+    lastSequence: 0,
+    completed: false,
+    error: null,
+    onProgress: null,
+  };
+  return watcher;
 }
+
+const open = process.env.FANOUT_CLIENT === 'library' ? openLibrary : openLean;
 
 function watch(watcher: Watcher, runId: string): void {
   watcher.received = [];
   watcher.lastSequence = 0;
   watcher.completed = false;
-  watcher.client.subscribe<{ runTrace: { sequence: number } }>(
-    { query: TRACE, variables: { runId } },
-    {
-      next: (value) => {
-        const t = epochMs();
-        const sequence = value.data?.runTrace.sequence ?? -1;
-        if (value.errors?.length) watcher.error ??= value.errors.map((e) => e.message).join('; ');
-        watcher.received.push(sequence, t);
-        watcher.lastSequence = sequence;
-        watcher.onProgress?.();
-      },
-      error: (error: unknown) => {
-        watcher.error ??= error instanceof Error ? error.message : typeof error === 'object' && error !== null && 'code' in error ? `close ${String((error as { code: unknown }).code)}` : String(error);
-        watcher.onProgress?.();
-      },
-      complete: () => {
-        watcher.completed = true;
-        watcher.onProgress?.();
-      },
-    },
-  );
+  watcher.subscribe(runId);
 }
 
 function until(batch: Watcher[], condition: (w: Watcher) => boolean, timeoutMs: number): Promise<void> {
@@ -143,7 +226,8 @@ async function main(): Promise<void> {
 process.on('message', (message: { type: string; id?: number }) => {
   if (message.type === 'clock') send({ type: 'clock', id: message.id, t: epochMs() });
   if (message.type === 'exit') {
-    void Promise.allSettled(watchers.map((w) => w.client.dispose())).then(() => process.exit(0));
+    for (const w of watchers) w.close();
+    setTimeout(() => process.exit(0), 200);
     setTimeout(() => process.exit(0), 5_000).unref();
   }
 });

@@ -13,6 +13,11 @@
  * a client that has them is subscribed live. Once all are, the idle memory is
  * taken, then the gate opens and the remaining steps are streamed.
  *
+ * The clients are lean graphql-transport-ws clients (default), or the
+ * graphql-ws client library (FANOUT_CLIENT=library; `npm run bench` measures
+ * both). All 1,000 share one process on the server's machine, so the cost of
+ * the client code shows in the latency; the server's work is the same.
+ *
  * Before it, the same clients watch a warm-up run with the same script to
  * its end over the same sockets (what is measured is the steady state, not
  * the first JIT compilation of the delivery path); nothing of it is counted.
@@ -62,7 +67,11 @@ import {
 const P99_TARGET_MS = 100;
 const MEMORY_TARGET_KB = 50;
 
+/** The clients: the graphql-ws client library, or lean graphql-transport-ws clients (see runs-fanout-clients.ts). */
+export type FanoutClient = 'library' | 'lean';
+
 export interface FanoutRow {
+  client: FanoutClient;
   subscribers: number;
   subscribed: number;
   rounds: number;
@@ -194,6 +203,7 @@ export async function runRunsFanout(
   subscribers = Number(process.env.SUBSCRIBERS ?? 1000),
   rounds = Number(process.env.ROUNDS ?? 10),
   delayMs = Number(process.env.DELAY_MS ?? 5),
+  client: FanoutClient = process.env.FANOUT_CLIENT === 'library' ? 'library' : 'lean',
 ): Promise<FanoutRow[]> {
   if (!Number.isInteger(subscribers) || subscribers < 1 || subscribers > 5000) throw new Error('SUBSCRIBERS must be 1..5000');
   if (!Number.isInteger(rounds) || rounds < 5 || rounds > 20) throw new Error('ROUNDS must be 5..20 (at least 20 steps)');
@@ -256,6 +266,7 @@ export async function runRunsFanout(
         WS_URL: server.wsUrl,
         TOKEN: RUNS_BENCH_TOKEN,
         RUN_IDS: `${warmUp.row.uuid},${view.row.uuid}`,
+        FANOUT_CLIENT: client,
         CLIENTS: String(subscribers),
         BATCH: '50',
         READY_SEQUENCE: String(replayed),
@@ -300,6 +311,7 @@ export async function runRunsFanout(
     const subscribed = ready.ready ?? 0;
     const perClient = (bytes: number) => round(bytes / subscribers / 1024, 2);
     const row: FanoutRow = {
+      client,
       subscribers,
       subscribed,
       rounds,
@@ -328,7 +340,7 @@ export async function runRunsFanout(
     };
     child.send({ type: 'exit' });
     await Promise.race([new Promise((resolve) => child?.once('exit', resolve)), sleep(10_000)]);
-    writeResult('runs-fanout', {
+    writeResult(`runs-fanout-${client}`, {
       measuredAt: new Date().toISOString(),
       node: process.version,
       nodeEnv: process.env.NODE_ENV ?? '',
@@ -346,8 +358,9 @@ export async function runRunsFanout(
 
 export function formatRunsFanout(rows: readonly FanoutRow[]): string {
   return markdownTable(
-    ['subscribers (subscribed)', 'live steps (delay)', 'deliveries received / expected', 'latency p50 / p99 / max ms (target p99)', 'last subscriber per step p50 / max ms', 'last delivery after gate / run ms', 'server / client CPU µs per delivery', 'memory per idle subscriber kB (target)', 'errors'],
+    ['clients', 'subscribers (subscribed)', 'live steps (delay)', 'deliveries received / expected', 'latency p50 / p99 / max ms (target p99)', 'last subscriber per step p50 / max ms', 'last delivery after gate / run ms', 'server / client CPU µs per delivery', 'memory per idle subscriber kB (target)', 'errors'],
     rows.map((row) => [
+      row.client === 'library' ? 'graphql-ws library' : 'lean protocol',
       `${row.subscribers} (${row.subscribed})`,
       `${row.liveSteps} of ${row.steps} (${row.delayMs} ms/call)`,
       `${row.deliveriesReceived} / ${row.deliveriesExpected}`,
