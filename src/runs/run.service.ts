@@ -302,15 +302,20 @@ export class RunService {
    * between the two; sequence numbers drop duplicates and reveal gaps, which
    * are filled from the table.
    */
-  async openTrace(uuid: string, afterSequence: number): Promise<AsyncGenerator<StoredStep | SubscriberLaggedError>> {
+  async openTrace(uuid: string, afterSequence: number): Promise<AsyncIterableIterator<StoredStep | SubscriberLaggedError>> {
     const row = await this.store.findRun(uuid);
     if (!row) throw new NotFoundError(`No run with id "${uuid}"`, 'runId');
-    return this.trace(row, afterSequence);
+    const queue = new BoundedQueue<StoredStep>(this.options.watcherQueueSize);
+    return releasing(this.trace(row, afterSequence, queue), queue);
   }
 
-  private async *trace(row: AgentRunEntity, afterSequence: number): AsyncGenerator<StoredStep | SubscriberLaggedError> {
+  /** Bus listeners (trace and delta watchers) of a run in this process. */
+  watcherCount(uuid: string): number {
+    return this.bus.listenerCount(uuid);
+  }
+
+  private async *trace(row: AgentRunEntity, afterSequence: number, queue: BoundedQueue<StoredStep>): AsyncGenerator<StoredStep | SubscriberLaggedError> {
     const uuid = row.uuid;
-    const queue = new BoundedQueue<StoredStep>(this.options.watcherQueueSize);
     const unsubscribe = this.bus.subscribe(uuid, (message) => {
       if (message.type === 'step') queue.push(message.step);
     });
@@ -351,16 +356,16 @@ export class RunService {
   }
 
   /** Live content/thinking deltas of a running run; not stored, so there is nothing to replay. Ends with the run. */
-  async openDeltas(uuid: string): Promise<AsyncGenerator<RunDelta | SubscriberLaggedError>> {
+  async openDeltas(uuid: string): Promise<AsyncIterableIterator<RunDelta | SubscriberLaggedError>> {
     const row = await this.store.findRun(uuid);
     if (!row) throw new NotFoundError(`No run with id "${uuid}"`, 'runId');
-    return this.deltas(row);
+    const queue = new BoundedQueue<RunDelta | null>(this.options.watcherQueueSize * 16);
+    return releasing(this.deltas(row, queue), queue);
   }
 
-  private async *deltas(row: AgentRunEntity): AsyncGenerator<RunDelta | SubscriberLaggedError> {
+  private async *deltas(row: AgentRunEntity, queue: BoundedQueue<RunDelta | null>): AsyncGenerator<RunDelta | SubscriberLaggedError> {
     const uuid = row.uuid;
     if (!this.active.has(uuid) && row.status !== 'QUEUED' && row.status !== 'RUNNING') return;
-    const queue = new BoundedQueue<RunDelta | null>(this.options.watcherQueueSize * 16);
     const unsubscribe = this.bus.subscribe(uuid, (message) => {
       if (message.type === 'delta') queue.push(message.delta);
       else if (message.type === 'step' && message.step.kind === 'end') queue.push(null);
@@ -421,6 +426,28 @@ export class RunService {
     if (stored) this.bus.publish(row.uuid, { type: 'step', step: stored });
     return stored !== null;
   }
+}
+
+/**
+ * A watcher's generator whose return() takes effect at once. An async
+ * generator waiting inside its body (here: for the next step) handles return()
+ * only after that wait ends, so a client that left while its run was idle kept
+ * its bus listener until the next step. Closing the queue ends the wait first.
+ */
+function releasing<T>(generator: AsyncGenerator<T>, queue: { close(): void }): AsyncIterableIterator<T> {
+  const iterator: AsyncIterableIterator<T> = {
+    next: () => generator.next(),
+    return: (value?: unknown) => {
+      queue.close();
+      return generator.return(value as T);
+    },
+    throw: (error?: unknown) => {
+      queue.close();
+      return generator.throw(error);
+    },
+    [Symbol.asyncIterator]: () => iterator,
+  };
+  return iterator;
 }
 
 function lagged(lastSequence: number): SubscriberLaggedError {

@@ -28,6 +28,8 @@ export type BusListener = (message: BusMessage) => void;
 export interface TraceBus {
   publish(runId: string, message: BusMessage): void;
   subscribe(runId: string, listener: BusListener): () => void;
+  /** Listeners of a run in this process. */
+  listenerCount(runId: string): number;
   close(): Promise<void>;
 }
 
@@ -52,6 +54,10 @@ class ListenerTable {
     return true;
   }
 
+  count(runId: string): number {
+    return this.listeners.get(runId)?.size ?? 0;
+  }
+
   deliver(runId: string, message: BusMessage): void {
     const set = this.listeners.get(runId);
     if (!set) return;
@@ -61,6 +67,10 @@ class ListenerTable {
 
 export class InProcessTraceBus implements TraceBus {
   private readonly table = new ListenerTable();
+
+  listenerCount(runId: string): number {
+    return this.table.count(runId);
+  }
 
   publish(runId: string, message: BusMessage): void {
     this.table.deliver(runId, message);
@@ -78,6 +88,10 @@ const CHANNEL_PREFIX = 'promptwire:run:';
 
 export class RedisTraceBus implements TraceBus {
   private readonly table = new ListenerTable();
+
+  listenerCount(runId: string): number {
+    return this.table.count(runId);
+  }
   private readonly publisher: Redis;
   private readonly subscriber: Redis;
 
