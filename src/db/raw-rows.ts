@@ -1,15 +1,13 @@
 /**
- * Fast reads for the hot list paths: `getRawMany()` plus a mapper compiled
- * once per entity from TypeORM's own metadata (column names, transformers).
- * It yields the same entity objects as `getMany()` at a fraction of the cost
- * of TypeORM's generic hydration, which dominated list queries in profiles.
+ * Fast reads for the list paths: the query's rows fetched as arrays, and a
+ * mapper compiled once per entity and result shape from TypeORM's own
+ * metadata (column names, transformers). It yields the same entity objects as
+ * `getMany()` at a fraction of the cost of TypeORM's generic hydration, which
+ * dominated list queries in profiles.
  */
 import type { DataSource, ObjectLiteral, SelectQueryBuilder, ValueTransformer } from 'typeorm';
 
-type Mapper<T> = (raw: Record<string, unknown>) => T;
 type ArrayMapper<T> = (row: readonly unknown[]) => T;
-
-const mappers = new WeakMap<DataSource, Map<string, Mapper<unknown>>>();
 
 interface MappedColumn {
   /** The result column: `${alias}_${databaseName}`, as TypeORM's select names it. */
@@ -34,28 +32,6 @@ function shapeOf(dataSource: DataSource, query: SelectQueryBuilder<ObjectLiteral
   return { prototype: (metadata.target as { prototype: object }).prototype, columns };
 }
 
-function compile<T>(dataSource: DataSource, query: SelectQueryBuilder<ObjectLiteral>, alias = query.alias): Mapper<T> {
-  const { prototype, columns } = shapeOf(dataSource, query, alias);
-  return (raw) => {
-    const entity = Object.create(prototype) as Record<string, unknown>;
-    for (const column of columns) {
-      const value = raw[column.key];
-      entity[column.property] = column.from ? column.from(value) : value;
-    }
-    return entity as T;
-  };
-}
-
-function mapperFor<T>(dataSource: DataSource, query: SelectQueryBuilder<ObjectLiteral>, alias: string): Mapper<T> {
-  let perSource = mappers.get(dataSource);
-  if (!perSource) mappers.set(dataSource, (perSource = new Map()));
-  const target = query.expressionMap.aliases.find((candidate) => candidate.name === alias)?.metadata.tableName;
-  const key = `${target}:${alias}`;
-  let mapper = perSource.get(key) as Mapper<T> | undefined;
-  if (!mapper) perSource.set(key, (mapper = compile<T>(dataSource, query, alias) as Mapper<unknown> as Mapper<T>));
-  return mapper;
-}
-
 /** A mapper for rows fetched as arrays, given the result's column names. */
 function compileForArrays<T>(dataSource: DataSource, query: SelectQueryBuilder<ObjectLiteral>, alias: string, resultColumns: readonly string[]): ArrayMapper<T> {
   const { prototype, columns } = shapeOf(dataSource, query, alias);
@@ -72,24 +48,21 @@ function compileForArrays<T>(dataSource: DataSource, query: SelectQueryBuilder<O
   };
 }
 
+/** Entities of `query`, read on a pooled connection: not for queries inside a transaction. */
 export async function getEntities<T extends ObjectLiteral>(dataSource: DataSource, query: SelectQueryBuilder<T>): Promise<T[]> {
-  const mapper = mapperFor<T>(dataSource, query as SelectQueryBuilder<ObjectLiteral>, query.alias);
-  const rows = await query.getRawMany<Record<string, unknown>>();
-  return rows.map(mapper);
+  const [sql, parameters] = query.getQueryAndParameters();
+  const { columns, rows } = await selectArrays(dataSource, sql, parameters);
+  if (rows.length === 0) return [];
+  return rows.map(arrayMapperFor<T>(dataSource, query as SelectQueryBuilder<ObjectLiteral>, query.alias, columns));
 }
 
 interface PreparedSelect {
   sql: string;
   parameters: unknown[];
   query: SelectQueryBuilder<ObjectLiteral>;
-  /** Array mappers per alias, compiled on the first result (they need its column names). */
-  arrayMappers?: Map<string, ArrayMapper<unknown>>;
-  /** The better-sqlite3 statement, prepared on first use (SQLite only). */
-  statement?: SqliteStatement;
 }
 
 const prepared = new WeakMap<DataSource, Map<string, PreparedSelect>>();
-const MAX_PREPARED = 200;
 
 /**
  * A fixed-shape list query whose SQL is generated once per `key` and reused:
@@ -99,13 +72,11 @@ const MAX_PREPARED = 200;
 function preparedSelect(dataSource: DataSource, key: string, build: () => SelectQueryBuilder<ObjectLiteral>): PreparedSelect {
   let perSource = prepared.get(dataSource);
   if (!perSource) prepared.set(dataSource, (perSource = new Map()));
-  let entry = perSource.get(key);
-  if (!entry) {
+  const entry = cached(perSource, key, () => {
     const query = build();
     const [sql, parameters] = query.getQueryAndParameters();
-    if (perSource.size >= MAX_PREPARED) perSource.clear();
-    perSource.set(key, (entry = { sql, parameters, query }));
-  }
+    return { sql, parameters, query };
+  });
   return entry;
 }
 
@@ -120,51 +91,68 @@ interface MysqlConnection {
   release(): void;
 }
 
+const statements = new WeakMap<object, Map<string, { statement: SqliteStatement; columns: readonly string[] }>>();
+const arrayMappers = new WeakMap<DataSource, Map<string, ArrayMapper<unknown>>>();
+const MAX_CACHED = 200;
+
+function cached<V>(cache: Map<string, V>, key: string, make: () => V): V {
+  let value = cache.get(key);
+  if (value === undefined) {
+    if (cache.size >= MAX_CACHED) cache.clear();
+    cache.set(key, (value = make()));
+  }
+  return value;
+}
+
 /**
- * Runs a prepared select and returns its rows as arrays. Rows as arrays skip
- * building one object with every column per row: on the configuration list
- * (62 columns with model and provider) better-sqlite3 takes 0.31 ms instead of
- * 0.72 ms for 50 rows. Values are the same as `dataSource.query` returns
- * (same connection, same driver options); the query goes to TypeORM's logger.
+ * Runs a select and returns its rows as arrays. Rows as arrays skip building
+ * one object with every column per row: on the configuration list (62 columns
+ * with model and provider) better-sqlite3 takes 0.31 ms instead of 0.72 ms for
+ * 50 rows. Values are the same as `dataSource.query` returns (same connection,
+ * same driver options); the query goes to TypeORM's logger.
  */
-async function selectArrays(dataSource: DataSource, entry: PreparedSelect): Promise<{ columns: readonly string[]; rows: unknown[][] }> {
-  dataSource.logger.logQuery(entry.sql, entry.parameters);
+async function selectArrays(dataSource: DataSource, sql: string, parameters: unknown[]): Promise<{ columns: readonly string[]; rows: unknown[][] }> {
+  dataSource.logger.logQuery(sql, parameters);
   const driver = dataSource.driver as unknown as { databaseConnection?: { prepare(sql: string): SqliteStatement }; obtainMasterConnection?: () => Promise<MysqlConnection> };
-  if (dataSource.options.type === 'better-sqlite3' && driver.databaseConnection) {
-    entry.statement ??= driver.databaseConnection.prepare(entry.sql).raw(true);
-    const rows = entry.statement.all(...entry.parameters);
-    return { columns: entry.statement.columns().map((column) => column.name), rows };
+  const sqlite = dataSource.options.type === 'better-sqlite3' ? driver.databaseConnection : undefined;
+  if (sqlite) {
+    let perConnection = statements.get(sqlite);
+    if (!perConnection) statements.set(sqlite, (perConnection = new Map()));
+    const { statement, columns } = cached(perConnection, sql, () => {
+      const prepared = sqlite.prepare(sql).raw(true);
+      return { statement: prepared, columns: prepared.columns().map((column) => column.name) };
+    });
+    return { columns, rows: statement.all(...parameters) };
   }
   if (driver.obtainMasterConnection) {
     const connection = await driver.obtainMasterConnection();
     try {
       return await new Promise((resolve, reject) =>
-        connection.query({ sql: entry.sql, rowsAsArray: true }, entry.parameters, (error, rows, fields) =>
-          error ? reject(error) : resolve({ columns: fields.map((field) => field.name), rows }),
-        ),
+        connection.query({ sql, rowsAsArray: true }, parameters, (error, rows, fields) => (error ? reject(error) : resolve({ columns: fields.map((field) => field.name), rows }))),
       );
     } finally {
       connection.release();
     }
   }
-  const rows = (await dataSource.query(entry.sql, entry.parameters)) as Record<string, unknown>[];
+  const rows = (await dataSource.query(sql, parameters)) as Record<string, unknown>[];
   const columns = rows[0] ? Object.keys(rows[0]) : [];
   return { columns, rows: rows.map((row) => columns.map((column) => row[column])) };
 }
 
-function arrayMapperFor<T>(dataSource: DataSource, entry: PreparedSelect, alias: string, columns: readonly string[]): ArrayMapper<T> {
-  entry.arrayMappers ??= new Map();
-  let mapper = entry.arrayMappers.get(alias);
-  if (!mapper) entry.arrayMappers.set(alias, (mapper = compileForArrays(dataSource, entry.query, alias, columns)));
-  return mapper as ArrayMapper<T>;
+/** The mapper of `alias`'s entity for a result with these columns (compiled once per shape). */
+function arrayMapperFor<T>(dataSource: DataSource, query: SelectQueryBuilder<ObjectLiteral>, alias: string, columns: readonly string[]): ArrayMapper<T> {
+  let perSource = arrayMappers.get(dataSource);
+  if (!perSource) arrayMappers.set(dataSource, (perSource = new Map()));
+  const table = query.expressionMap.aliases.find((candidate) => candidate.name === alias)?.metadata.tableName;
+  return cached(perSource, `${table}:${alias}:${columns.join(',')}`, () => compileForArrays(dataSource, query, alias, columns)) as ArrayMapper<T>;
 }
 
 /** `getEntities` for a fixed-shape query, with its SQL prepared once per key. */
 export async function getPreparedEntities<T extends ObjectLiteral>(dataSource: DataSource, key: string, build: () => SelectQueryBuilder<T>): Promise<T[]> {
   const entry = preparedSelect(dataSource, key, build as () => SelectQueryBuilder<ObjectLiteral>);
-  const { columns, rows } = await selectArrays(dataSource, entry);
+  const { columns, rows } = await selectArrays(dataSource, entry.sql, entry.parameters);
   if (rows.length === 0) return [];
-  return rows.map(arrayMapperFor<T>(dataSource, entry, entry.query.alias, columns));
+  return rows.map(arrayMapperFor<T>(dataSource, entry.query, entry.query.alias, columns));
 }
 
 /**
@@ -179,10 +167,10 @@ export async function getPreparedEntityRows<T extends ObjectLiteral>(
   joined: readonly string[],
 ): Promise<{ main: T; joined: (ObjectLiteral | null)[] }[]> {
   const entry = preparedSelect(dataSource, key, build as () => SelectQueryBuilder<ObjectLiteral>);
-  const { columns, rows } = await selectArrays(dataSource, entry);
+  const { columns, rows } = await selectArrays(dataSource, entry.sql, entry.parameters);
   if (rows.length === 0) return [];
-  const main = arrayMapperFor<T>(dataSource, entry, entry.query.alias, columns);
-  const others = joined.map((alias) => ({ uid: columns.indexOf(`${alias}_uid`), map: arrayMapperFor<ObjectLiteral>(dataSource, entry, alias, columns) }));
+  const main = arrayMapperFor<T>(dataSource, entry.query, entry.query.alias, columns);
+  const others = joined.map((alias) => ({ uid: columns.indexOf(`${alias}_uid`), map: arrayMapperFor<ObjectLiteral>(dataSource, entry.query, alias, columns) }));
   return rows.map((row) => ({
     main: main(row),
     joined: others.map(({ uid, map }) => (row[uid] === null || row[uid] === undefined ? null : map(row))),

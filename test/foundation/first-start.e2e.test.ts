@@ -50,7 +50,9 @@ describe('the first start on an empty embedded database', () => {
     }
   });
 
-  it.each(testDialects.filter((d) => d === 'mysql'))('never seeds a %s database unless asked', async (dialect) => {
+  const mysqlOnly = testDialects.filter((d) => d === 'mysql');
+  // Without TEST_MYSQL_URL there is no MySQL case: reported as skipped (jest refuses an empty table).
+  (mysqlOnly.length > 0 ? it.each(mysqlOnly) : it.skip.each(['mysql' as const]))('never seeds a %s database unless asked', async (dialect) => {
     const database = await createTestDatabase(dialect);
     try {
       const url = database.config.kind === 'mysql' ? database.config.url : '';
