@@ -22,7 +22,9 @@ export interface ChildServer {
 /** Starts a compiled bench server script in its own process and waits for its READY line. */
 export function startChild(script: string, env: Record<string, string>): Promise<ChildServer> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...(process.env.BENCH_CHILD_NODE_ARGS ?? "").split(" ").filter(Boolean), path.join(__dirname, script)], {
+    // BENCH_CHILD_NODE_ARGS passes node options to the child, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+    const nodeArgs = (process.env.BENCH_CHILD_NODE_ARGS ?? '').split(' ').filter(Boolean);
+    const child = spawn(process.execPath, [...nodeArgs, path.join(__dirname, script)], {
       env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'silent', ...env },
       stdio: ['ignore', 'pipe', 'inherit'],
     });

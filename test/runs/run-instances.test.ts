@@ -6,7 +6,7 @@
 import { createTestDatabase, testDialects } from '../support/databases';
 import { collect, startTestServer, type TestServer } from '../support/server';
 import { RunKit, expectWellFormedTrace } from './run-kit';
-import { gate, withTimeout } from './scripted-provider';
+import { withTimeout } from './scripted-provider';
 
 const redisUrl = process.env.TEST_REDIS_URL?.trim() || null;
 const describeWithRedis = redisUrl ? describe.each(testDialects) : describe.skip.each(testDialects);
@@ -30,18 +30,11 @@ describeWithRedis('two instances sharing a database and Redis (%s)', (dialect) =
   });
 
   test('a watcher on the other instance sees the live trace without gap', async () => {
-    const setup = await kit.setup();
-    const held = gate();
-    setup.provider.script(
-      { toolCalls: [{ name: 'calculator', arguments: { expression: '5 + 5' } }], usage: { prompt: 1, completion: 1 }, gate: held.promise },
-      { text: 'Ten.', usage: { prompt: 1, completion: 1 } },
-    );
-    const started = await kit.startRun({ configuration: setup.configuration, prompt: 'x', tools: ['calculator'] });
-    await setup.provider.waitForRequest(1);
+    const started = await kit.startHeldToolRun('5 + 5', 'Ten.');
     const watcher = collect<{ runTrace: { sequence: number; kind: string } }>(second.wsClient(), 'subscription($id: ID!) { runTrace(runId: $id) { sequence kind } }', { id: started.id });
     const deadline = Date.now() + 5_000;
     while (watcher.events.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-    held.open();
+    started.release();
     await withTimeout(watcher.done, 10_000, 'the watcher on the second instance did not complete');
     const run = await kit.run(started.id);
     expect(watcher.events.map((e) => e.runTrace.sequence)).toEqual(run.steps.map((s) => s.sequence));

@@ -5,7 +5,7 @@
  */
 import crypto from 'node:crypto';
 import type { TestServer } from '../support/server';
-import { ScriptedProvider } from './scripted-provider';
+import { gate, ScriptedProvider } from './scripted-provider';
 
 export const API_KEY = 'test-key';
 
@@ -185,6 +185,22 @@ export class RunKit {
       if (Date.now() > deadline) throw new Error(`run ${id} still ${data.run?.status} after ${timeoutMs} ms`);
       await sleep(20);
     }
+  }
+
+  /**
+   * A run that asks for one calculator call, then answers; its first model call
+   * is held until release(). Resolves once CONTEXT and REQUEST of round 1 are stored.
+   */
+  async startHeldToolRun(expression = '3 * 3', answer = 'Nine.'): Promise<{ id: string; release: () => void }> {
+    const setup = await this.setup();
+    const held = gate();
+    setup.provider.script(
+      { toolCalls: [{ name: 'calculator', arguments: { expression } }], usage: { prompt: 5, completion: 5 }, gate: held.promise },
+      { text: answer, usage: { prompt: 5, completion: 5 } },
+    );
+    const started = await this.startRun({ configuration: setup.configuration, prompt: 'x', tools: ['calculator'] });
+    await setup.provider.waitForRequest(1);
+    return { id: started.id, release: held.open };
   }
 
   async closeProviders(): Promise<void> {

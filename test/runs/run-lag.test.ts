@@ -9,7 +9,6 @@ import type { StoredStep } from '../../src/runs/trace-bus';
 import { testDialects } from '../support/databases';
 import { startTestServer, type TestServer } from '../support/server';
 import { RunKit } from './run-kit';
-import { gate } from './scripted-provider';
 
 describe.each(testDialects)('watchers that lag (%s)', (dialect) => {
   let ts: TestServer;
@@ -24,20 +23,8 @@ describe.each(testDialects)('watchers that lag (%s)', (dialect) => {
   });
 
   /** A two-round run held before its first answer: CONTEXT and REQUEST (1, 2) are stored, six more steps follow. */
-  async function heldRun(): Promise<{ id: string; release: () => void }> {
-    const setup = await kit.setup();
-    const held = gate();
-    setup.provider.script(
-      { toolCalls: [{ name: 'calculator', arguments: { expression: '3 * 3' } }], usage: { prompt: 5, completion: 5 }, gate: held.promise },
-      { text: 'Nine.', usage: { prompt: 5, completion: 5 } },
-    );
-    const started = await kit.startRun({ configuration: setup.configuration, prompt: 'x', tools: ['calculator'] });
-    await setup.provider.waitForRequest(1);
-    return { id: started.id, release: held.open };
-  }
-
   test('a trace iterator that is not read while steps arrive ends with SUBSCRIBER_LAGGED naming afterSequence', async () => {
-    const run = await heldRun();
+    const run = await kit.startHeldToolRun();
     const trace = await ts.server.services.runs.openTrace(run.id, 0);
     const first = await trace.next(); // replay has begun: the live listener is attached
     expect((first.value as StoredStep).sequence).toBe(1);
@@ -67,7 +54,7 @@ describe.each(testDialects)('watchers that lag (%s)', (dialect) => {
   });
 
   test('a watcher that keeps reading is not lagged, even with a queue of 2', async () => {
-    const run = await heldRun();
+    const run = await kit.startHeldToolRun();
     const seen: number[] = [];
     const reading = (async () => {
       for await (const step of await ts.server.services.runs.openTrace(run.id, 0)) {

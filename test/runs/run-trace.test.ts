@@ -111,14 +111,7 @@ describe.each(testDialects)('run traces over graphql-ws (%s)', (dialect) => {
   });
 
   test('watchers of one live run with different selections each get their own shape (events are shared only between identical operations)', async () => {
-    const setup = await kit.setup();
-    const first = gate();
-    setup.provider.script(
-      { toolCalls: [{ name: 'calculator', arguments: { expression: '2 + 2' } }], usage: { prompt: 5, completion: 5 }, gate: first.promise },
-      { text: 'Four.', usage: { prompt: 5, completion: 5 } },
-    );
-    const started = await kit.startRun({ configuration: setup.configuration, prompt: 'x', tools: ['calculator'] });
-    await setup.provider.waitForRequest(1);
+    const started = await kit.startHeldToolRun('2 + 2', 'Four.');
     const NARROW = 'subscription($runId: ID!) { runTrace(runId: $runId) { sequence } }';
     const ALIASED = 'subscription($runId: ID!) { runTrace(runId: $runId) { n: sequence what: kind } }';
     const full = [collect<TraceEvent>(ts.wsClient(), TRACE, { runId: started.id }), collect<TraceEvent>(ts.wsClient(), TRACE, { runId: started.id })];
@@ -127,7 +120,7 @@ describe.each(testDialects)('run traces over graphql-ws (%s)', (dialect) => {
     const viewer = collect<TraceEvent>(ts.wsClient(await ts.tokenFor('VIEWER')), TRACE, { runId: started.id });
     const all = [...full, narrow, aliased, viewer];
     await until(() => all.every((w) => w.events.length >= 2), 'every watcher to replay the stored steps');
-    first.open();
+    started.release();
     await withTimeout(Promise.all(all.map((w) => w.done)), 15_000, 'not every watcher completed');
 
     const stored = (await kit.run(started.id)).steps;
