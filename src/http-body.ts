@@ -1,5 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 
+/** The status readBody reports when the client is gone (nginx's 499: nothing can be answered). */
+export const CLIENT_GONE = 499;
+
 export class HttpError extends Error {
   constructor(
     readonly status: number,
@@ -16,7 +19,9 @@ export class HttpError extends Error {
  */
 export function readBody(request: IncomingMessage, limit: number): Promise<string> {
   const tooLarge = () => new HttpError(413, `Request body is larger than ${limit} bytes; send less, or raise BODY_LIMIT_BYTES`);
+  const gone = () => new HttpError(CLIENT_GONE, 'The connection closed before the request body was read');
   if (Number(request.headers['content-length'] ?? 0) > limit) return Promise.reject(tooLarge());
+  if (request.destroyed) return Promise.reject(gone());
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -38,13 +43,20 @@ export function readBody(request: IncomingMessage, limit: number): Promise<strin
       cleanup();
       reject(error);
     };
+    // Without this, a request whose connection closed before its body was read would wait forever.
+    const onClose = () => {
+      cleanup();
+      reject(gone());
+    };
     const cleanup = () => {
       request.off('data', onData);
       request.off('end', onEnd);
       request.off('error', onError);
+      request.off('close', onClose);
     };
     request.on('data', onData);
     request.on('end', onEnd);
     request.on('error', onError);
+    request.on('close', onClose);
   });
 }

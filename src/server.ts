@@ -22,7 +22,7 @@ import { createErrorFormatter } from './graphql/format-error';
 import { createLoaders } from './graphql/loaders';
 import { buildAppSchema } from './graphql/schema';
 import { createSharedSubscribe, expandPreSerialized, isPreSerialized } from './graphql/shared-subscriptions';
-import { HttpError, readBody } from './http-body';
+import { CLIENT_GONE, HttpError, readBody } from './http-body';
 import { createLogger, type Logger } from './logger';
 import { RequestQueue } from './request-queue';
 import { SocketBatcher } from './socket-batcher';
@@ -215,6 +215,14 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
       );
     });
     const start = () => {
+      // The connection closed, or a shutdown is closing it, while the request waited: no
+      // answer could reach the client, so the request is not executed (a mutation would
+      // otherwise take effect without its client ever learning of it).
+      if (!response.socket?.writable) {
+        inFlight -= 1;
+        request.resume();
+        return;
+      }
       handle(request, response, requestId)
         .finally(() => {
           inFlight -= 1;
@@ -261,6 +269,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
       try {
         text = await readBody(request, config.bodyLimitBytes);
       } catch (error) {
+        if (error instanceof HttpError && error.status === CLIENT_GONE) return;
         if (error instanceof HttpError) {
           // The rest of an oversized body is not read: answer, then close the connection.
           response.setHeader('connection', 'close');
