@@ -24,6 +24,7 @@ describe('loadConfig', () => {
     expect(config.secretKey).toBeNull();
     expect(config.logLevel).toBe('info');
     expect(config.introspection).toBe(true);
+    expect(config.maxQueuedRequests).toBe(1000);
   });
 
   it('reads nothing but the environment it is given', () => {
@@ -79,6 +80,8 @@ describe('loadConfig', () => {
     ['INTROSPECTION', 'maybe'],
     ['BODY_LIMIT_BYTES', '10'],
     ['MAX_QUERY_DEPTH', '1'],
+    ['MAX_QUEUED_REQUESTS', '0'],
+    ['MAX_QUEUED_REQUESTS', 'many'],
     ['ADMIN_TOKEN', 'short'],
     ['SECRET_KEY', 'short'],
     ['REDIS_URL', 'localhost:6379'],
