@@ -25,7 +25,7 @@ import { createSharedSubscribe, expandPreSerialized, isPreSerialized } from './g
 import { CLIENT_GONE, HttpError, readBody } from './http-body';
 import { createLogger, type Logger } from './logger';
 import { RequestQueue } from './request-queue';
-import { SocketBatcher } from './socket-batcher';
+import { batchSends, SocketBatcher } from './socket-batcher';
 import { RunService, type RunServiceOptions } from './runs/run.service';
 import { createDatabaseSnippetSource } from './runs/database-snippet-source';
 import { createBuiltinToolRegistry } from './runs/tools/builtin-tools';
@@ -139,21 +139,8 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
   const sharedSubscribe = createSharedSubscribe({ contextKey: (context) => (context as GraphQLContext).caller?.role ?? null, finish: formatResult });
   const wsServer = new WebSocketServer({ server: httpServer, path: '/graphql', maxPayload: config.bodyLimitBytes });
   const batcher = new SocketBatcher(WS_BATCH_WINDOW_MS);
-  wsServer.on('connection', (socket: WebSocket, request: IncomingMessage) => {
-    const send = socket.send.bind(socket) as (data: unknown, callback?: (error?: Error) => void) => void;
-    const tcp = request.socket;
-    socket.send = ((data: unknown, callback?: (error?: Error) => void) => {
-      const message = typeof data === 'string' ? expandPreSerialized(data) : data;
-      if (!callback) return send(message);
-      // graphql-ws sends a subscription's next message only after this callback: it comes
-      // at once while little is held for the socket, so a burst of steps leaves in one
-      // write, and after the write once more is held (a slow reader holds back its watcher).
-      batcher.hold(tcp);
-      if (tcp.writableLength >= HELD_BYTES_LIMIT) return send(message, callback);
-      send(message);
-      callback();
-    }) as typeof socket.send;
-  });
+  // Pre-serialised results are spliced in, and each socket's messages of a moment leave together.
+  wsServer.on('connection', (socket: WebSocket, request: IncomingMessage) => batchSends(socket, request.socket, batcher, expandPreSerialized));
   const wsCleanup = useServer<Record<string, unknown>, { context?: GraphQLContext }>(
     {
       schema,
@@ -343,9 +330,6 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
 
 /** Longest a WebSocket message is held to leave together with others (see SocketBatcher). */
 const WS_BATCH_WINDOW_MS = 2;
-
-/** Bytes a WebSocket may have waiting before its sender waits for them to be written. */
-const HELD_BYTES_LIMIT = 64 * 1024;
 
 const REQUEST_ID_PATTERN = /^[\w.:-]{1,100}$/;
 

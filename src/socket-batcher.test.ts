@@ -1,5 +1,6 @@
 import net from 'node:net';
-import { SocketBatcher } from './socket-batcher';
+import type { WebSocket } from 'ws';
+import { batchSends, SocketBatcher } from './socket-batcher';
 
 /** A connected pair of real TCP sockets on 127.0.0.1, and every chunk the reader gets. */
 async function pair(): Promise<{ writer: net.Socket; chunks: Buffer[]; close(): Promise<void> }> {
@@ -65,5 +66,34 @@ describe('SocketBatcher', () => {
     expect(() => batcher.hold(writer)).not.toThrow();
     expect(batcher.heldBytes(writer)).toBe(0);
     await close();
+  });
+});
+
+describe('batchSends', () => {
+  it('transforms each message, acknowledges at once while little is held, and waits for the write once 64 KiB are', async () => {
+    const { writer, chunks, close } = await pair();
+    try {
+      const underlying: { data: unknown; deferred: boolean }[] = [];
+      const fake = {
+        send(data: unknown, callback?: (error?: Error) => void) {
+          underlying.push({ data, deferred: callback !== undefined });
+          writer.write(String(data), () => callback?.());
+        },
+      } as unknown as WebSocket;
+      batchSends(fake, writer, new SocketBatcher(1_000), (message) => message.toUpperCase());
+      const acknowledged: string[] = [];
+      fake.send('small', () => acknowledged.push('small'));
+      fake.send('x'.repeat(70 * 1024), () => acknowledged.push('big'));
+      fake.send('after', () => acknowledged.push('after'));
+      expect(acknowledged).toEqual(['small', 'big']);
+      expect(underlying.map((entry) => entry.deferred)).toEqual([false, false, true]);
+      expect(underlying[0]?.data).toBe('SMALL');
+      await turn();
+      await settle();
+      expect(acknowledged).toEqual(['small', 'big', 'after']);
+      expect(Buffer.concat(chunks).toString().startsWith('SMALLX')).toBe(true);
+    } finally {
+      await close();
+    }
   });
 });

@@ -10,6 +10,10 @@
  */
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import type { WebSocket } from 'ws';
+
+/** Bytes a WebSocket may have waiting before its sender waits for them to be written. */
+const HELD_BYTES_LIMIT = 64 * 1024;
 
 export class SocketBatcher {
   private readonly held = new Set<Socket>();
@@ -44,4 +48,25 @@ export class SocketBatcher {
     this.flushScheduled = false;
     this.flush();
   };
+}
+
+type SendCallback = (error?: Error) => void;
+
+/**
+ * Routes a WebSocket's sends through `batcher` (its TCP socket is `tcp`), each
+ * message passed through `transform` first. graphql-ws sends a subscription's
+ * next message only after the send callback: the callback comes at once while
+ * little is held for the socket, so a burst of steps leaves in one write, and
+ * only after the write once more is held (a slow reader holds back its watcher).
+ */
+export function batchSends(socket: WebSocket, tcp: Socket, batcher: SocketBatcher, transform: (message: string) => string): void {
+  const send = socket.send.bind(socket) as (data: unknown, callback?: SendCallback) => void;
+  socket.send = ((data: unknown, callback?: SendCallback) => {
+    const message = typeof data === 'string' ? transform(data) : data;
+    if (!callback) return send(message);
+    batcher.hold(tcp);
+    if (tcp.writableLength >= HELD_BYTES_LIMIT) return send(message, callback);
+    send(message);
+    callback();
+  }) as typeof socket.send;
 }
