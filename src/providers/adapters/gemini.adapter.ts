@@ -30,7 +30,7 @@ import {
   type WireRequest,
   incompleteStream,
 } from './http-chat-adapter';
-import { type RawToolCall, argumentsAsObject, normaliseToolCall } from './tool-calls';
+import { type RawToolCall, argumentsAsObject, normaliseToolCalls } from './tool-calls';
 import type { ChatMessage, ChatRequest, FinishReason, ToolCall } from './types';
 import { buildUsage, ZERO_USAGE } from './usage';
 import { type WireContext, parseWire } from './wire';
@@ -275,11 +275,7 @@ class GeminiDecoder implements StreamDecoder {
     if (!this.whole && this.rawFinishReason === null && this.blockReason === null) {
       throw incompleteStream(this.context, 'no finishReason');
     }
-    const toolCalls: ToolCall[] = [];
-    for (const raw of this.rawCalls) {
-      const call = normaliseToolCall(raw, this.context);
-      if (call !== null) toolCalls.push(call);
-    }
+    const toolCalls = normaliseToolCalls(this.rawCalls, this.context);
     let finishReason: FinishReason;
     let rawFinishReason = this.rawFinishReason;
     if (rawFinishReason === null && this.blockReason !== null) {

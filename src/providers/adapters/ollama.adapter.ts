@@ -26,8 +26,8 @@ import {
   type WireRequest,
   incompleteStream,
 } from './http-chat-adapter';
-import { type RawToolCall, argumentsAsObject, normaliseToolCall } from './tool-calls';
-import type { ChatMessage, ChatRequest, FinishReason, ToolCall } from './types';
+import { type RawToolCall, argumentsAsObject, normaliseToolCalls } from './tool-calls';
+import type { ChatMessage, ChatRequest, FinishReason } from './types';
 import { buildUsage } from './usage';
 import { type WireContext, parseWire } from './wire';
 
@@ -214,11 +214,7 @@ class OllamaDecoder implements StreamDecoder {
 
   finish(): DecodedResult {
     if (!this.whole && !this.complete) throw incompleteStream(this.context, 'no line with done: true');
-    const toolCalls: ToolCall[] = [];
-    for (const raw of this.rawCalls) {
-      const call = normaliseToolCall(raw, this.context);
-      if (call !== null) toolCalls.push(call);
-    }
+    const toolCalls = normaliseToolCalls(this.rawCalls, this.context);
     // Older Ollama versions send `done` without a reason; that is a natural stop.
     let finishReason: FinishReason = this.doneReason === null ? 'stop' : (DONE_REASONS[this.doneReason] ?? 'other');
     if (finishReason === 'stop' && toolCalls.length > 0) finishReason = 'tool_calls';

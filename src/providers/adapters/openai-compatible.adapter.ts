@@ -25,8 +25,8 @@ import {
   incompleteStream,
 } from './http-chat-adapter';
 import { ThinkTagSplitter } from './think-tags';
-import { type RawToolCall, isJsonObject, normaliseToolCall } from './tool-calls';
-import type { AdapterType, ChatMessage, ChatRequest, FinishReason, ProviderSettings, ToolCall } from './types';
+import { type RawToolCall, isJsonObject, normaliseToolCalls } from './tool-calls';
+import type { AdapterType, ChatMessage, ChatRequest, FinishReason, ProviderSettings } from './types';
 import { buildUsage, ZERO_USAGE } from './usage';
 import { type WireContext, parseWire } from './wire';
 
@@ -317,11 +317,7 @@ function assemble(parts: {
   usage: WireUsage | null;
   context: WireContext;
 }): DecodedResult {
-  const toolCalls: ToolCall[] = [];
-  for (const raw of parts.rawCalls) {
-    const call = normaliseToolCall(raw, parts.context);
-    if (call !== null) toolCalls.push(call);
-  }
+  const toolCalls = normaliseToolCalls(parts.rawCalls, parts.context);
   let finishReason: FinishReason = parts.rawFinishReason === null ? 'other' : (FINISH_REASONS[parts.rawFinishReason] ?? 'other');
   // Several compatible servers say `stop` while returning calls; the calls are what matters.
   if (finishReason === 'stop' && toolCalls.length > 0) finishReason = 'tool_calls';

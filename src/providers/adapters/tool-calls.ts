@@ -49,6 +49,16 @@ export function normaliseToolCall(
   return call;
 }
 
+/** The usable calls of `raws`, in order (the unusable ones are skipped with a warning). */
+export function normaliseToolCalls(raws: readonly RawToolCall[], context: Parameters<typeof normaliseToolCall>[1]): ToolCall[] {
+  const calls: ToolCall[] = [];
+  for (const raw of raws) {
+    const call = normaliseToolCall(raw, context);
+    if (call !== null) calls.push(call);
+  }
+  return calls;
+}
+
 /**
  * A JSON-object string, or null when the arguments are unusable. A string the
  * provider sent is kept byte for byte once it is known to parse, so what the
