@@ -1,3 +1,6 @@
+/** Items a waiting consumer may receive in one hand-over beyond its capacity. */
+const BURST_LIMIT = 1024;
+
 /**
  * A per-watcher queue with a hard size. A watcher that falls further behind
  * than `capacity` items is not silently skipped ahead: the queue reports the
@@ -9,9 +12,6 @@
  * leave in one system call per watcher, and the run is not slowed by the
  * delivery of its earlier steps).
  */
-/** Items a waiting consumer may receive in one hand-over beyond its capacity. */
-const BURST_LIMIT = 1024;
-
 export class BoundedQueue<T> {
   private readonly items: T[] = [];
   private waiting: ((value: IteratorResult<T, undefined>) => void) | null = null;
