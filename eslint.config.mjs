@@ -14,6 +14,8 @@ export default tseslint.config(
   {
     files: ['**/*.js'],
     languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly', __dirname: 'readonly' } },
+    // CommonJS files load modules with require(); that is their import.
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   {
     files: ['**/*.test.ts', 'test/**/*.ts', 'bench/**/*.ts'],

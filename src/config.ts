@@ -28,6 +28,10 @@ export interface AppConfig {
   maxQueryDepth: number;
   /** HTTP requests allowed to wait for their turn; beyond that a request gets 503 with Retry-After. */
   maxQueuedRequests: number;
+  /** SQLite: longest a single statement may block waiting for another process's write lock. */
+  sqliteBusyTimeoutMs: number;
+  /** SQLite: how long a write transaction waits (without blocking) for the write lock before a retryable error. */
+  sqliteLockWaitMs: number;
   /** Reads a provider key given as `env:NAME` at call time (behaviour.md §1). */
   readEnv: (name: string) => string | undefined;
 }
@@ -115,6 +119,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     seedExamples: flag('SEED_EXAMPLES', database.kind === 'sqlite'),
     maxQueryDepth: integer('MAX_QUERY_DEPTH', 12, 3, 100),
     maxQueuedRequests: integer('MAX_QUEUED_REQUESTS', 1000, 1, 1_000_000),
+    sqliteBusyTimeoutMs: integer('SQLITE_BUSY_TIMEOUT_MS', 100, 0, 60_000),
+    sqliteLockWaitMs: integer('SQLITE_LOCK_WAIT_MS', 5000, 0, 600_000),
     readEnv: (name) => env[name],
   };
 

@@ -61,7 +61,13 @@ export function getSchema(): Promise<GraphQLSchema> {
 
 export async function createServer(config: AppConfig, options: ServerOptions = {}): Promise<RunningServer> {
   const logger = options.logger ?? createLogger(config.logLevel);
-  const { dataSource, dialect } = await createDataSource({ database: config.database, schemaMode: config.schemaMode, onQuery: options.onQuery });
+  const { dataSource, dialect } = await createDataSource({
+    database: config.database,
+    schemaMode: config.schemaMode,
+    sqliteBusyTimeoutMs: config.sqliteBusyTimeoutMs,
+    sqliteLockWaitMs: config.sqliteLockWaitMs,
+    onQuery: options.onQuery,
+  });
   let bus: TraceBus | null = null;
   try {
     if (config.schemaMode === 'shared') await checkSharedSchema(dataSource);

@@ -6,12 +6,12 @@ import { ApiTokenService } from './auth/api-token.service';
 import type { AppConfig } from './config';
 import { ConfigurationService } from './configurations/configuration.service';
 import type { Dialect } from './db/data-source';
+import { IdentifierLock } from './db/identifier-lock';
 import type { Logger } from './logger';
 import { ModelService } from './providers/model.service';
 import { ProviderTester } from './providers/provider-tester';
 import { ProviderService } from './providers/provider.service';
 import type { RunService } from './runs/run.service';
-import { KeyedMutex } from './shared/keyed-mutex';
 import type { SecretBox } from './shared/secret-box';
 import { SkillService } from './skills/skill.service';
 import { SnippetService } from './snippets/snippet.service';
@@ -32,17 +32,17 @@ export interface Services {
 export type CoreServices = Omit<Services, 'runs'>;
 
 export function createCoreServices(dataSource: DataSource, dialect: Dialect, config: AppConfig, secrets: SecretBox, logger: Logger): CoreServices {
-  const writeLock = new KeyedMutex();
-  const providers = new ProviderService(dataSource, writeLock, secrets, config.readEnv);
-  const models = new ModelService(dataSource, writeLock);
+  const identifiers = new IdentifierLock(dataSource, dialect);
+  const providers = new ProviderService(dataSource, identifiers, secrets, config.readEnv);
+  const models = new ModelService(dataSource, identifiers);
   return {
     dataSource,
     dialect,
-    snippets: new SnippetService(dataSource, writeLock),
+    snippets: new SnippetService(dataSource, identifiers),
     providers,
     models,
-    configurations: new ConfigurationService(dataSource, writeLock),
-    skills: new SkillService(dataSource, writeLock),
+    configurations: new ConfigurationService(dataSource, identifiers),
+    skills: new SkillService(dataSource, identifiers),
     tokens: new ApiTokenService(dataSource, logger),
     providerTester: new ProviderTester(providers, models, logger),
   };

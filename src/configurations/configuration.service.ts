@@ -1,10 +1,10 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { getEntities, getPreparedEntityRows } from '../db/raw-rows';
+import type { IdentifierLock } from '../db/identifier-lock';
 import { assertIdentifierAvailable, checkPage, findLiveByIdentifierOrFail, findLiveOrFail, normalizeIdentifier, optionalText, type Page, requireName, liveRowsInListOrder, newRecordColumns } from '../db/record-rules';
 import { ModelEntity } from '../providers/model.entity';
 import { ProviderEntity } from '../providers/provider.entity';
 import { BadUserInputError } from '../shared/errors';
-import type { KeyedMutex } from '../shared/keyed-mutex';
 import { unixNow } from '../shared/time';
 import { SkillEntity } from '../skills/skill.entity';
 import { parseMetadataForWrite, readJsonObject } from '../snippets/snippet-metadata';
@@ -94,7 +94,7 @@ export function callOptionsOf(
 export class ConfigurationService {
   constructor(
     private readonly dataSource: DataSource,
-    private readonly writeLock: KeyedMutex,
+    private readonly identifiers: IdentifierLock,
   ) {}
 
   async list(page: Page): Promise<ConfigurationEntity[]> {
@@ -171,8 +171,7 @@ export class ConfigurationService {
 
   async create(input: ConfigurationWrite): Promise<ConfigurationEntity> {
     const identifier = normalizeIdentifier(input.identifier ?? '');
-    return this.writeLock.run('tx_nrllm_configuration', () =>
-      this.dataSource.transaction(async (manager) => {
+    return this.identifiers.transaction('tx_nrllm_configuration', async (manager) => {
         await assertIdentifierAvailable(manager, ConfigurationEntity, identifier, null, 'configuration');
         const now = unixNow();
         const row = manager.create(ConfigurationEntity, {
@@ -198,14 +197,12 @@ export class ConfigurationService {
         const saved = await manager.save(row);
         if (skillUids) await this.replaceSkills(manager, saved.uid, skillUids);
         return saved;
-      }),
-    );
+      });
   }
 
   async update(uid: number, input: ConfigurationWrite): Promise<ConfigurationEntity> {
     const identifier = input.identifier === undefined ? undefined : normalizeIdentifier(input.identifier);
-    return this.writeLock.run('tx_nrllm_configuration', () =>
-      this.dataSource.transaction(async (manager) => {
+    return this.identifiers.transaction('tx_nrllm_configuration', async (manager) => {
         const row = await findLiveOrFail(manager, ConfigurationEntity, uid, 'configuration');
         if (identifier !== undefined) await assertIdentifierAvailable(manager, ConfigurationEntity, identifier, uid, 'configuration');
         const skillUids = await this.applyWrite(manager, row, { ...input, identifier }, false);
@@ -215,8 +212,7 @@ export class ConfigurationService {
         }
         row.tstamp = unixNow();
         return manager.save(row);
-      }),
-    );
+      });
   }
 
   async delete(uid: number): Promise<boolean> {

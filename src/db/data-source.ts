@@ -6,8 +6,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import mysql from 'mysql2/promise';
-import { DataSource, type DataSourceOptions, type MixedList } from 'typeorm';
+import { DataSource, type DataSourceOptions, type EntityManager, type MixedList } from 'typeorm';
 import type { DatabaseConfig } from '../config';
+import { DatabaseBusyError, isDatabaseBusy } from '../shared/errors';
 import { KeyedMutex } from '../shared/keyed-mutex';
 import { isMediumTextColumn } from './columns';
 import { allEntities } from './entities';
@@ -22,6 +23,10 @@ export const MIGRATIONS_TABLE = 'promptwire_migrations';
 export interface DataSourceSetup {
   database: DatabaseConfig;
   schemaMode: SchemaMode;
+  /** SQLite: the longest one statement may wait for another process's write lock (it blocks the event loop). Default 100. */
+  sqliteBusyTimeoutMs?: number;
+  /** SQLite: how long a transaction waits, asynchronously, for the write lock before a retryable error. Default 5000. */
+  sqliteLockWaitMs?: number;
   /** Log every SQL statement through this callback (used by the query-count test). */
   onQuery?: (sql: string) => void;
 }
@@ -61,7 +66,8 @@ export async function createDataSource(setup: DataSourceSetup): Promise<{ dataSo
       database: database.file,
       enableWAL: database.file !== ':memory:',
       prepareDatabase: (db: { pragma(sql: string): unknown }) => {
-        db.pragma('busy_timeout = 5000');
+        // The longest one statement may block the event loop waiting for another process's write (see takeSqliteWriteLock).
+        db.pragma(`busy_timeout = ${setup.sqliteBusyTimeoutMs ?? 100}`);
         db.pragma('synchronous = NORMAL');
       },
       entities: allEntities,
@@ -91,7 +97,7 @@ export async function createDataSource(setup: DataSourceSetup): Promise<{ dataSo
   const dataSource = new DataSource(options);
   await dataSource.initialize();
   if (dialect !== 'sqlite') applyMysqlColumnTypes(dataSource);
-  else serializeTransactions(dataSource);
+  else serializeTransactions(dataSource, setup.sqliteLockWaitMs ?? 5000);
   return { dataSource, dialect };
 }
 
@@ -118,10 +124,65 @@ function applyMysqlColumnTypes(dataSource: DataSource): void {
  * commit or roll back each other's work. On SQLite, transactions therefore run
  * one at a time. (Code inside a transaction uses its own manager, never
  * `dataSource.transaction` again, so this cannot deadlock.)
+ *
+ * Each transaction also takes the database's write lock first thing (see
+ * `takeSqliteWriteLock`): a check and the write that depends on it (identifier
+ * uniqueness) are then atomic across processes sharing the file, and a
+ * transaction never fails half-way because another process wrote since its
+ * first read.
  */
-function serializeTransactions(dataSource: DataSource): void {
+function serializeTransactions(dataSource: DataSource, lockWaitMs: number): void {
   const manager = dataSource.manager;
   const original = manager.transaction.bind(manager) as (...args: unknown[]) => Promise<unknown>;
   const lock = new KeyedMutex();
-  manager.transaction = ((...args: unknown[]) => lock.run('transaction', () => original(...args))) as typeof manager.transaction;
+  const database = (dataSource.driver as unknown as { databaseConnection: SqliteHandle }).databaseConnection;
+  manager.transaction = ((...args: unknown[]) => {
+    // transaction(work) or transaction(isolationLevel, work); DataSource.transaction passes both slots, the second maybe undefined.
+    const [isolationLevel, work] = (typeof args[0] === 'function' ? [undefined, args[0]] : [args[0], args[1]]) as [unknown, (manager: EntityManager) => Promise<unknown>];
+    const locked = async (inner: EntityManager) => {
+      await takeSqliteWriteLock(database, lockWaitMs);
+      return work(inner);
+    };
+    return lock.run('transaction', () => (isolationLevel === undefined ? original(locked) : original(isolationLevel, locked)));
+  }) as typeof manager.transaction;
+}
+
+interface SqliteHandle {
+  pragma(sql: string, options?: { simple: boolean }): unknown;
+  prepare(sql: string): { run(): unknown };
+}
+
+/**
+ * Takes SQLite's write lock inside the transaction just begun, without
+ * blocking the event loop: better-sqlite3 is synchronous, so waiting through
+ * `busy_timeout` would freeze every client while another process writes.
+ * Each attempt fails at once when the lock is held (busy_timeout 0 for that
+ * one statement); the wait between attempts is asynchronous. After
+ * `lockWaitMs` the request gets a retryable error and nothing was written.
+ *
+ * The attempt is a write that changes nothing, on the service's own
+ * migrations table (never a TYPO3 table).
+ */
+async function takeSqliteWriteLock(database: SqliteHandle, lockWaitMs: number): Promise<void> {
+  const deadline = Date.now() + lockWaitMs;
+  let statement: { run(): unknown };
+  try {
+    statement = database.prepare(`UPDATE ${MIGRATIONS_TABLE} SET id = id WHERE 0`);
+  } catch {
+    return; // no migrations table yet (a database being set up): nothing to share it with either
+  }
+  for (let attempt = 0; ; attempt++) {
+    const busyTimeout = database.pragma('busy_timeout', { simple: true });
+    database.pragma('busy_timeout = 0');
+    try {
+      statement.run();
+      return;
+    } catch (error) {
+      if (!isDatabaseBusy(error)) throw error;
+      if (Date.now() >= deadline) throw new DatabaseBusyError(`Another process has held the database's write lock for over ${lockWaitMs} ms; nothing was changed. Try again shortly.`);
+    } finally {
+      database.pragma(`busy_timeout = ${Number(busyTimeout)}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, Math.min(50, 5 * 2 ** Math.min(attempt, 4)) + Math.random() * 5));
+  }
 }

@@ -2,7 +2,7 @@ import type { GraphQLFormattedError } from 'graphql';
 import { unwrapResolverError } from '@apollo/server/errors';
 import { ArgumentValidationError } from 'type-graphql';
 import type { Logger } from '../logger';
-import { AppError } from '../shared/errors';
+import { AppError, DatabaseBusyError, isDatabaseBusy } from '../shared/errors';
 
 const CLIENT_CODES = new Set(['GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED', 'BAD_USER_INPUT', 'PERSISTED_QUERY_NOT_FOUND', 'PERSISTED_QUERY_NOT_SUPPORTED', 'OPERATION_RESOLUTION_FAILURE', 'BAD_REQUEST']);
 
@@ -21,8 +21,12 @@ export function createErrorFormatter(logger: Logger) {
         message: original.message,
         locations,
         path,
-        extensions: { code: original.code, ...(original.field ? { field: original.field } : {}) },
+        extensions: { code: original.code, ...(original.field ? { field: original.field } : {}), ...(original instanceof DatabaseBusyError ? { retryable: true } : {}) },
       };
+    }
+    if (isDatabaseBusy(original)) {
+      // Another process holds the database's write lock: nothing was written, and a retry will do.
+      return { message: 'The database is busy with another writer; nothing was changed. Try again shortly.', locations, path, extensions: { code: 'SERVICE_UNAVAILABLE', retryable: true } };
     }
     if (original instanceof ArgumentValidationError) {
       const first = original.extensions.validationErrors[0];

@@ -1,9 +1,9 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { getEntities } from '../db/raw-rows';
+import type { IdentifierLock } from '../db/identifier-lock';
 import { assertIdentifierAvailable, findLiveByIdentifierOrFail, findLiveOrFail, normalizeIdentifier, optionalText, requireName, liveRowsInListOrder, newRecordColumns } from '../db/record-rules';
 import { configurationsUsingModel } from '../configurations/configuration-usage';
 import { BadUserInputError, ConflictError } from '../shared/errors';
-import type { KeyedMutex } from '../shared/keyed-mutex';
 import { unixNow } from '../shared/time';
 import type { ModelPrices } from './cost';
 import { ModelPriceEntity } from './model-price.entity';
@@ -37,7 +37,7 @@ const EXTRA_PRICES = ['costCacheRead', 'costCacheWrite', 'costReasoning'] as con
 export class ModelService {
   constructor(
     private readonly dataSource: DataSource,
-    private readonly writeLock: KeyedMutex,
+    private readonly identifiers: IdentifierLock,
   ) {}
 
   async list(): Promise<ModelEntity[]> {
@@ -67,8 +67,7 @@ export class ModelService {
 
   async create(input: ModelWrite): Promise<ModelEntity> {
     const identifier = normalizeIdentifier(input.identifier ?? '');
-    return this.writeLock.run('tx_nrllm_model', () =>
-      this.dataSource.transaction(async (manager) => {
+    return this.identifiers.transaction('tx_nrllm_model', async (manager) => {
         await assertIdentifierAvailable(manager, ModelEntity, identifier, null, 'model');
         const now = unixNow();
         const row = manager.create(ModelEntity, {
@@ -88,14 +87,12 @@ export class ModelService {
         const saved = await manager.save(row);
         await this.savePrices(manager, saved.uid, input);
         return saved;
-      }),
-    );
+      });
   }
 
   async update(uid: number, input: ModelWrite): Promise<ModelEntity> {
     const identifier = input.identifier === undefined ? undefined : normalizeIdentifier(input.identifier);
-    return this.writeLock.run('tx_nrllm_model', () =>
-      this.dataSource.transaction(async (manager) => {
+    return this.identifiers.transaction('tx_nrllm_model', async (manager) => {
         const row = await findLiveOrFail(manager, ModelEntity, uid, 'model');
         if (identifier !== undefined) await assertIdentifierAvailable(manager, ModelEntity, identifier, uid, 'model');
         await this.applyWrite(manager, row, { ...input, identifier }, false);
@@ -103,8 +100,7 @@ export class ModelService {
         const saved = await manager.save(row);
         await this.savePrices(manager, uid, input);
         return saved;
-      }),
-    );
+      });
   }
 
   async delete(uid: number): Promise<boolean> {

@@ -1,9 +1,9 @@
 import type { DataSource } from 'typeorm';
 import type { AppConfig } from '../config';
 import { getEntities } from '../db/raw-rows';
+import type { IdentifierLock } from '../db/identifier-lock';
 import { assertIdentifierAvailable, findLiveOrFail, normalizeIdentifier, optionalText, requireName, liveRowsInListOrder, newRecordColumns } from '../db/record-rules';
 import { BadUserInputError, ConflictError } from '../shared/errors';
-import type { KeyedMutex } from '../shared/keyed-mutex';
 import { SecretBox } from '../shared/secret-box';
 import { unixNow } from '../shared/time';
 import { readJsonObject } from '../snippets/snippet-metadata';
@@ -41,7 +41,7 @@ export function keyState(stored: string): KeyState {
 export class ProviderService {
   constructor(
     private readonly dataSource: DataSource,
-    private readonly writeLock: KeyedMutex,
+    private readonly identifiers: IdentifierLock,
     private readonly secrets: SecretBox,
     private readonly readEnv: AppConfig['readEnv'],
   ) {}
@@ -61,8 +61,7 @@ export class ProviderService {
 
   async create(input: ProviderWrite): Promise<ProviderEntity> {
     const identifier = normalizeIdentifier(input.identifier ?? '');
-    return this.writeLock.run('tx_nrllm_provider', () =>
-      this.dataSource.transaction(async (manager) => {
+    return this.identifiers.transaction('tx_nrllm_provider', async (manager) => {
         await assertIdentifierAvailable(manager, ProviderEntity, identifier, null, 'provider');
         const now = unixNow();
         const row = manager.create(ProviderEntity, {
@@ -80,21 +79,18 @@ export class ProviderService {
         });
         this.applyWrite(row, { ...input, identifier }, true);
         return manager.save(row);
-      }),
-    );
+      });
   }
 
   async update(uid: number, input: ProviderWrite): Promise<ProviderEntity> {
     const identifier = input.identifier === undefined ? undefined : normalizeIdentifier(input.identifier);
-    return this.writeLock.run('tx_nrllm_provider', () =>
-      this.dataSource.transaction(async (manager) => {
+    return this.identifiers.transaction('tx_nrllm_provider', async (manager) => {
         const row = await findLiveOrFail(manager, ProviderEntity, uid, 'provider');
         if (identifier !== undefined) await assertIdentifierAvailable(manager, ProviderEntity, identifier, uid, 'provider');
         this.applyWrite(row, { ...input, identifier }, false);
         row.tstamp = unixNow();
         return manager.save(row);
-      }),
-    );
+      });
   }
 
   /** A provider that live models still use cannot be deleted: that would strand them. */

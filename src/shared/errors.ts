@@ -2,7 +2,7 @@
  * The service's one error vocabulary. Services throw these; the GraphQL layer
  * maps each to its `extensions.code` (api.md) and masks everything else.
  */
-export type ErrorCode = 'BAD_USER_INPUT' | 'NOT_FOUND' | 'CONFLICT' | 'UNAUTHENTICATED' | 'FORBIDDEN' | 'SUBSCRIBER_LAGGED';
+export type ErrorCode = 'BAD_USER_INPUT' | 'NOT_FOUND' | 'CONFLICT' | 'UNAUTHENTICATED' | 'FORBIDDEN' | 'SUBSCRIBER_LAGGED' | 'SERVICE_UNAVAILABLE';
 
 export abstract class AppError extends Error {
   abstract readonly code: ErrorCode;
@@ -38,4 +38,22 @@ export class ForbiddenError extends AppError {
 /** A live subscriber fell too far behind; it resumes by resubscribing from its last sequence. */
 export class SubscriberLaggedError extends AppError {
   readonly code = 'SUBSCRIBER_LAGGED' as const;
+}
+
+/**
+ * The database could not take a write in time (another process holds its
+ * write lock). Nothing was written; the same request may simply be retried.
+ */
+export class DatabaseBusyError extends AppError {
+  readonly code = 'SERVICE_UNAVAILABLE' as const;
+  readonly retryable = true;
+}
+
+const BUSY_DRIVER_CODES = new Set(['SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_LOCKED', 'ER_LOCK_WAIT_TIMEOUT', 'ER_LOCK_DEADLOCK']);
+
+/** A driver error (possibly wrapped by TypeORM) saying the database was busy, not that the request was wrong. */
+export function isDatabaseBusy(error: unknown): boolean {
+  const candidate = error as { code?: unknown; driverError?: { code?: unknown } } | null;
+  const code = candidate?.driverError?.code ?? candidate?.code;
+  return typeof code === 'string' && BUSY_DRIVER_CODES.has(code);
 }

@@ -1,8 +1,8 @@
 import crypto from 'node:crypto';
 import type { DataSource } from 'typeorm';
+import type { IdentifierLock } from '../db/identifier-lock';
 import { assertIdentifierAvailable, findLiveOrFail, normalizeIdentifier, optionalText, requireName, newRecordColumns } from '../db/record-rules';
 import { BadUserInputError } from '../shared/errors';
-import type { KeyedMutex } from '../shared/keyed-mutex';
 import { unixNow } from '../shared/time';
 import { SkillEntity } from './skill.entity';
 
@@ -21,7 +21,7 @@ export function sha256Hex(text: string): string {
 export class SkillService {
   constructor(
     private readonly dataSource: DataSource,
-    private readonly writeLock: KeyedMutex,
+    private readonly identifiers: IdentifierLock,
   ) {}
 
   async list(): Promise<SkillEntity[]> {
@@ -39,28 +39,24 @@ export class SkillService {
    */
   async create(input: SkillWrite): Promise<SkillEntity> {
     const identifier = normalizeIdentifier(input.identifier ?? '');
-    return this.writeLock.run('tx_nrllm_skill', () =>
-      this.dataSource.transaction(async (manager) => {
+    return this.identifiers.transaction('tx_nrllm_skill', async (manager) => {
         await assertIdentifierAvailable(manager, SkillEntity, identifier, null, 'skill');
         const now = unixNow();
         const row = manager.create(SkillEntity, { ...newRecordColumns(now), description: null, enabled: false, orphaned: false });
         applyWrite(row, { ...input, identifier }, true);
         return manager.save(row);
-      }),
-    );
+      });
   }
 
   async update(uid: number, input: SkillWrite): Promise<SkillEntity> {
     const identifier = input.identifier === undefined ? undefined : normalizeIdentifier(input.identifier);
-    return this.writeLock.run('tx_nrllm_skill', () =>
-      this.dataSource.transaction(async (manager) => {
+    return this.identifiers.transaction('tx_nrllm_skill', async (manager) => {
         const row = await findLiveOrFail(manager, SkillEntity, uid, 'skill');
         if (identifier !== undefined) await assertIdentifierAvailable(manager, SkillEntity, identifier, uid, 'skill');
         applyWrite(row, { ...input, identifier }, false);
         row.tstamp = unixNow();
         return manager.save(row);
-      }),
-    );
+      });
   }
 
   async delete(uid: number): Promise<boolean> {

@@ -1,8 +1,8 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { getEntities, getPreparedEntities } from '../db/raw-rows';
+import type { IdentifierLock } from '../db/identifier-lock';
 import { assertIdentifierAvailable, checkPage, findLiveOrFail, normalizeIdentifier, optionalText, type Page, requireName, liveRowsInListOrder, newRecordColumns } from '../db/record-rules';
 import { BadUserInputError, NotFoundError } from '../shared/errors';
-import type { KeyedMutex } from '../shared/keyed-mutex';
 import { unixNow } from '../shared/time';
 import { parseMetadataForWrite } from './snippet-metadata';
 import { PromptSnippetEntity } from './snippet.entity';
@@ -33,7 +33,7 @@ function byListOrder(a: PromptSnippetEntity, b: PromptSnippetEntity): number {
 export class SnippetService {
   constructor(
     private readonly dataSource: DataSource,
-    private readonly writeLock: KeyedMutex,
+    private readonly identifiers: IdentifierLock,
   ) {}
 
   /**
@@ -99,8 +99,7 @@ export class SnippetService {
 
   async create(input: SnippetWrite): Promise<PromptSnippetEntity> {
     const identifier = normalizeIdentifier(input.identifier ?? '');
-    return this.writeLock.run('tx_nrllm_promptsnippet', () =>
-      this.dataSource.transaction(async (manager) => {
+    return this.identifiers.transaction('tx_nrllm_promptsnippet', async (manager) => {
         await assertIdentifierAvailable(manager, PromptSnippetEntity, identifier, null, 'snippet');
         const now = unixNow();
         const row = manager.create(PromptSnippetEntity, {
@@ -113,21 +112,18 @@ export class SnippetService {
         });
         applyWrite(row, { ...input, identifier }, true);
         return manager.save(row);
-      }),
-    );
+      });
   }
 
   async update(uid: number, input: SnippetWrite): Promise<PromptSnippetEntity> {
     const identifier = input.identifier === undefined ? undefined : normalizeIdentifier(input.identifier);
-    return this.writeLock.run('tx_nrllm_promptsnippet', () =>
-      this.dataSource.transaction(async (manager: EntityManager) => {
+    return this.identifiers.transaction('tx_nrllm_promptsnippet', async (manager: EntityManager) => {
         const row = await findLiveOrFail(manager, PromptSnippetEntity, uid, 'snippet');
         if (identifier !== undefined) await assertIdentifierAvailable(manager, PromptSnippetEntity, identifier, uid, 'snippet');
         applyWrite(row, { ...input, identifier }, false);
         row.tstamp = unixNow();
         return manager.save(row);
-      }),
-    );
+      });
   }
 
   async delete(uid: number): Promise<boolean> {
