@@ -34,7 +34,17 @@ export interface AppConfig {
   sqliteLockWaitMs: number;
   /** Reads a provider key given as `env:NAME` at call time (behaviour.md §1). */
   readEnv: (name: string) => string | undefined;
+  /**
+   * Which variables an `env:NAME` provider key may name: those starting with
+   * PROVIDER_KEY_ENV_PREFIX, and those listed in PROVIDER_KEY_ENV_ALLOW.
+   * Any other (SECRET_KEY, DATABASE_URL, …) would let whoever edits a
+   * provider send the service's own secrets to an endpoint of their choosing.
+   */
+  providerKeyEnvAllowed: (name: string) => boolean;
 }
+
+/** `env:NAME` provider keys may always name variables with this prefix. */
+export const PROVIDER_KEY_ENV_PREFIX = 'PROMPTWIRE_PROVIDER_KEY_';
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -104,6 +114,11 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const logLevel = (LOG_LEVELS as readonly string[]).includes(logLevelRaw) ? (logLevelRaw as AppConfig['logLevel']) : 'info';
   if (logLevel !== logLevelRaw) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${env.LOG_LEVEL}"`);
 
+  const providerKeyEnvAllow = new Set((env.PROVIDER_KEY_ENV_ALLOW ?? '').split(',').map((name) => name.trim()).filter((name) => name !== ''));
+  for (const name of providerKeyEnvAllow) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) problems.push(`PROVIDER_KEY_ENV_ALLOW must list variable names separated by commas, got "${name}"`);
+  }
+
   const config: AppConfig = {
     port,
     host,
@@ -122,6 +137,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     sqliteBusyTimeoutMs: integer('SQLITE_BUSY_TIMEOUT_MS', 100, 0, 60_000),
     sqliteLockWaitMs: integer('SQLITE_LOCK_WAIT_MS', 5000, 0, 600_000),
     readEnv: (name) => env[name],
+    providerKeyEnvAllowed: (name) => name.startsWith(PROVIDER_KEY_ENV_PREFIX) || providerKeyEnvAllow.has(name),
   };
 
   if (problems.length > 0) throw new ConfigError(problems);

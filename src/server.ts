@@ -12,6 +12,7 @@ import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHt
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import { type ExecutionResult, type GraphQLError, type GraphQLSchema, validate as validateDocument, specifiedRules, type ValidationRule } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
+import { illFormedTextError, wellFormedTextPlugin } from './graphql/well-formed-text';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { Caller } from './auth/roles';
 import type { AppConfig } from './config';
@@ -157,6 +158,11 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         return true;
       },
       context: (ctx) => ({ ...(ctx.extra.context as GraphQLContext), loaders: createLoaders(services) }),
+      // The same text rule as over HTTP (wellFormedTextPlugin).
+      onSubscribe: (_ctx, _id, payload) => {
+        const error = illFormedTextError(payload.variables);
+        return error ? [error] : undefined; // formatted by onError
+      },
       // An event is executed and serialised once for all subscribers with the same operation.
       subscribe: sharedSubscribe,
       // Errors over the socket get the same codes and masking as over HTTP (shared results are formatted already).
@@ -187,6 +193,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         },
       },
       jsonClientStatusPlugin(),
+      wellFormedTextPlugin(),
     ],
   });
   await apollo.start();

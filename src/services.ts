@@ -33,7 +33,7 @@ export type CoreServices = Omit<Services, 'runs'>;
 
 export function createCoreServices(dataSource: DataSource, dialect: Dialect, config: AppConfig, secrets: SecretBox, logger: Logger): CoreServices {
   const identifiers = new IdentifierLock(dataSource, dialect);
-  const providers = new ProviderService(dataSource, identifiers, secrets, config.readEnv);
+  const providers = new ProviderService(dataSource, identifiers, secrets, config);
   const models = new ModelService(dataSource, identifiers);
   return {
     dataSource,

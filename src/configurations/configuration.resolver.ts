@@ -1,13 +1,13 @@
 import type { GraphQLResolveInfo } from 'graphql';
 import { Arg, Authorized, Ctx, FieldResolver, Info, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
-import { Role } from '../auth/roles';
+import { Role, roleAtLeast } from '../auth/roles';
 import type { GraphQLContext } from '../graphql/context';
 import { JSONScalar } from '../graphql/scalars';
 import { LlmModel, toLlmModel } from '../providers/provider.types';
 import { BadUserInputError } from '../shared/errors';
 import { Skill, toSkill } from '../skills/skill.types';
 import { PromptSnippet } from '../snippets/snippet.types';
-import { callOptionsOf, effectiveSystemPromptOf, selectedSnippetsOf } from './configuration.service';
+import { callOptionsOf, type ConfigurationWriter, effectiveSystemPromptOf, selectedSnippetsOf } from './configuration.service';
 import { CreateConfigurationInput, LlmConfiguration, toLlmConfiguration, UpdateConfigurationInput } from './configuration.types';
 
 const SNIPPET_FIELDS = new Set(['selectedSnippets', 'effectiveSystemPrompt', 'callOptions']);
@@ -84,18 +84,18 @@ export class ConfigurationResolver {
 
   @Authorized(Role.EDITOR)
   @Mutation(() => LlmConfiguration)
-  async createConfiguration(@Ctx() { services }: GraphQLContext, @Arg('input', () => CreateConfigurationInput) input: CreateConfigurationInput): Promise<LlmConfiguration> {
-    return toLlmConfiguration(await services.configurations.create(input));
+  async createConfiguration(@Ctx() { services, caller }: GraphQLContext, @Arg('input', () => CreateConfigurationInput) input: CreateConfigurationInput): Promise<LlmConfiguration> {
+    return toLlmConfiguration(await services.configurations.create(input, writerOf(caller)));
   }
 
   @Authorized(Role.EDITOR)
   @Mutation(() => LlmConfiguration)
   async updateConfiguration(
-    @Ctx() { services }: GraphQLContext,
+    @Ctx() { services, caller }: GraphQLContext,
     @Arg('uid', () => Int) uid: number,
     @Arg('input', () => UpdateConfigurationInput) input: UpdateConfigurationInput,
   ): Promise<LlmConfiguration> {
-    return toLlmConfiguration(await services.configurations.update(uid, input));
+    return toLlmConfiguration(await services.configurations.update(uid, input, writerOf(caller)));
   }
 
   @Authorized(Role.EDITOR)
@@ -103,4 +103,9 @@ export class ConfigurationResolver {
   async deleteConfiguration(@Ctx() { services }: GraphQLContext, @Arg('uid', () => Int) uid: number): Promise<boolean> {
     return services.configurations.delete(uid);
   }
+}
+
+/** Only an ADMIN sets the `options` keys outside the EDITOR's list (editor-options). */
+function writerOf(caller: GraphQLContext['caller']): ConfigurationWriter {
+  return { mayChangeAdminOptions: caller !== null && roleAtLeast(caller.role, Role.ADMIN) };
 }

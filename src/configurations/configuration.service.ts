@@ -2,9 +2,10 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { getEntities, getPreparedEntityRows } from '../db/raw-rows';
 import type { IdentifierLock } from '../db/identifier-lock';
 import { assertIdentifierAvailable, checkPage, findLiveByIdentifierOrFail, findLiveOrFail, normalizeIdentifier, optionalText, type Page, requireName, liveRowsInListOrder, newRecordColumns } from '../db/record-rules';
+import { checkTextFits, textLimitOf } from '../db/text-limits';
 import { ModelEntity } from '../providers/model.entity';
 import { ProviderEntity } from '../providers/provider.entity';
-import { BadUserInputError } from '../shared/errors';
+import { BadUserInputError, ForbiddenError } from '../shared/errors';
 import { unixNow } from '../shared/time';
 import { SkillEntity } from '../skills/skill.entity';
 import { parseMetadataForWrite, readJsonObject } from '../snippets/snippet-metadata';
@@ -14,6 +15,7 @@ import { parseSelectionTags, validateTagsForWrite } from '../snippets/tag-rules'
 import { ConfigurationSkillEntity } from './configuration-skill.entity';
 import { buildCallOptions } from './call-options';
 import { ConfigurationEntity } from './configuration.entity';
+import { adminOnlyOptionChanged, EDITOR_OPTION_KEYS } from './editor-options';
 import { appendSnippetBlock, composeSnippetBlock, selectSnippets } from './effective-prompt';
 
 export interface ConfigurationWrite {
@@ -90,6 +92,13 @@ export function callOptionsOf(
     snippetBlock: composeSnippetBlock(selectedSnippetsOf(configuration, activeSnippets)),
   });
 }
+
+/** Who writes: an ADMIN may set any `options` key; others only the EDITOR_OPTION_KEYS. */
+export interface ConfigurationWriter {
+  mayChangeAdminOptions: boolean;
+}
+
+const ADMIN: ConfigurationWriter = { mayChangeAdminOptions: true };
 
 export class ConfigurationService {
   constructor(
@@ -169,7 +178,7 @@ export class ConfigurationService {
     return result;
   }
 
-  async create(input: ConfigurationWrite): Promise<ConfigurationEntity> {
+  async create(input: ConfigurationWrite, writer: ConfigurationWriter = ADMIN): Promise<ConfigurationEntity> {
     const identifier = normalizeIdentifier(input.identifier ?? '');
     return this.identifiers.transaction('tx_nrllm_configuration', async (manager) => {
         await assertIdentifierAvailable(manager, ConfigurationEntity, identifier, null, 'configuration');
@@ -192,7 +201,7 @@ export class ConfigurationService {
           isDefault: false,
           sorting: 0,
         });
-        const skillUids = await this.applyWrite(manager, row, { ...input, identifier }, true);
+        const skillUids = await this.applyWrite(manager, row, { ...input, identifier }, true, writer);
         if (skillUids) row.skills = skillUids.length;
         const saved = await manager.save(row);
         if (skillUids) await this.replaceSkills(manager, saved.uid, skillUids);
@@ -200,12 +209,12 @@ export class ConfigurationService {
       });
   }
 
-  async update(uid: number, input: ConfigurationWrite): Promise<ConfigurationEntity> {
+  async update(uid: number, input: ConfigurationWrite, writer: ConfigurationWriter = ADMIN): Promise<ConfigurationEntity> {
     const identifier = input.identifier === undefined ? undefined : normalizeIdentifier(input.identifier);
     return this.identifiers.transaction('tx_nrllm_configuration', async (manager) => {
         const row = await findLiveOrFail(manager, ConfigurationEntity, uid, 'configuration');
         if (identifier !== undefined) await assertIdentifierAvailable(manager, ConfigurationEntity, identifier, uid, 'configuration');
-        const skillUids = await this.applyWrite(manager, row, { ...input, identifier }, false);
+        const skillUids = await this.applyWrite(manager, row, { ...input, identifier }, false, writer);
         if (skillUids) {
           row.skills = skillUids.length;
           await this.replaceSkills(manager, uid, skillUids);
@@ -233,12 +242,12 @@ export class ConfigurationService {
   }
 
   /** Validates and applies; returns the skill uids when the skill list is being replaced. */
-  private async applyWrite(manager: EntityManager, row: ConfigurationEntity, input: ConfigurationWrite, creating: boolean): Promise<number[] | null> {
+  private async applyWrite(manager: EntityManager, row: ConfigurationEntity, input: ConfigurationWrite, creating: boolean, writer: ConfigurationWriter): Promise<number[] | null> {
     const changes: Partial<ConfigurationEntity> = {};
     if (input.identifier !== undefined) changes.identifier = input.identifier;
     if (creating || input.name !== undefined) changes.name = requireName(input.name ?? '');
-    if (input.description !== undefined) changes.description = optionalText(input.description, 65535, 'description') ?? null;
-    if (input.systemPrompt !== undefined) changes.systemPrompt = optionalText(input.systemPrompt ?? '', 16_000_000, 'systemPrompt') ?? '';
+    if (input.description !== undefined) changes.description = optionalText(input.description, textLimitOf(ConfigurationEntity, 'description'), 'description') ?? null;
+    if (input.systemPrompt !== undefined) changes.systemPrompt = optionalText(input.systemPrompt ?? '', textLimitOf(ConfigurationEntity, 'systemPrompt'), 'systemPrompt') ?? '';
     if (input.snippetTags !== undefined) {
       const tags = validateTagsForWrite(input.snippetTags ?? []);
       if (!tags.ok) throw new BadUserInputError(tags.message, 'snippetTags');
@@ -265,7 +274,14 @@ export class ConfigurationService {
       else {
         const options = parseMetadataForWrite(input.options);
         if (!options.ok) throw new BadUserInputError(options.message.replace(/^metadata/, 'options'), 'options');
+        checkTextFits(options.json, textLimitOf(ConfigurationEntity, 'options'), 'options', 'options as JSON');
         changes.options = options.json;
+      }
+      if (!writer.mayChangeAdminOptions) {
+        const key = adminOnlyOptionChanged(readJsonObject(row.options), readJsonObject(changes.options ?? null));
+        if (key !== null) {
+          throw new ForbiddenError(`options.${key} is set by an ADMIN only; an EDITOR may set ${EDITOR_OPTION_KEYS.join(', ')}`, 'options');
+        }
       }
     }
     if (input.isActive !== undefined && input.isActive !== null) changes.isActive = input.isActive;

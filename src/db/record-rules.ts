@@ -4,30 +4,40 @@
  */
 import type { DataSource, EntityManager, EntityTarget, ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { BadUserInputError, ConflictError, NotFoundError } from '../shared/errors';
+import { checkTextFits, type TextLimit } from './text-limits';
 
-const IDENTIFIER_PATTERN = /^[a-z0-9_-]+$/;
+const IDENTIFIER_PATTERN = /^[A-Za-z0-9_-]+$/;
 
-/** Identifiers are stored lower-case: `Nova_Persona` is accepted as `nova_persona`. */
+/**
+ * Identifiers are stored lower-case: `Nova_Persona` is accepted as
+ * `nova_persona`. The pattern is checked before lower-casing, because
+ * Unicode lower-casing turns some non-ASCII letters into ASCII ones (the
+ * Kelvin sign `\u212A` into `k`), which would accept text the client never sent.
+ */
 export function normalizeIdentifier(raw: string | null | undefined, field = 'identifier'): string {
-  const identifier = (raw ?? '').trim().toLowerCase();
-  if (identifier === '') throw new BadUserInputError(`${field} is required`, field);
-  if (identifier.length > 100) throw new BadUserInputError(`${field} must be at most 100 characters`, field);
-  if (!IDENTIFIER_PATTERN.test(identifier)) {
+  const trimmed = (raw ?? '').trim();
+  if (trimmed === '') throw new BadUserInputError(`${field} is required`, field);
+  if (trimmed.length > 100) throw new BadUserInputError(`${field} must be at most 100 characters`, field);
+  if (!IDENTIFIER_PATTERN.test(trimmed)) {
     throw new BadUserInputError(`${field} may only contain a-z, 0-9, "_" and "-" (got "${raw}")`, field);
   }
-  return identifier;
+  return trimmed.toLowerCase();
 }
+
+/** Every editable table's `name` is a `varchar(255)`: 255 characters. */
+const NAME_LIMIT: TextLimit = { unit: 'characters', max: 255 };
 
 export function requireName(raw: string | null | undefined, field = 'name'): string {
   const name = (raw ?? '').trim();
   if (name === '') throw new BadUserInputError(`${field} is required`, field);
-  if (name.length > 255) throw new BadUserInputError(`${field} must be at most 255 characters`, field);
+  checkTextFits(name, NAME_LIMIT, field);
   return name;
 }
 
-export function optionalText(raw: string | null | undefined, max: number, field: string): string | undefined {
+/** Text for a column, checked against what the column holds (`textLimitOf`). */
+export function optionalText(raw: string | null | undefined, limit: TextLimit, field: string): string | undefined {
   if (raw === undefined || raw === null) return undefined;
-  if (raw.length > max) throw new BadUserInputError(`${field} must be at most ${max} characters`, field);
+  checkTextFits(raw, limit, field);
   return raw;
 }
 

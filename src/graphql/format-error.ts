@@ -43,7 +43,8 @@ export function createErrorFormatter(logger: Logger) {
     // api.md allows six codes only; a query that does not parse or validate
     // (unknown field, too deep, introspection switched off) is bad input.
     if (CLIENT_CODES.has(code)) {
-      return { ...formatted, extensions: { code: 'BAD_USER_INPUT' } };
+      const field = formatted.extensions?.field;
+      return { ...formatted, extensions: { code: 'BAD_USER_INPUT', ...(typeof field === 'string' ? { field } : {}) } };
     }
     logger.error({ err: original, path }, 'unexpected error in a GraphQL operation');
     return { message: 'Internal server error; it has been logged. Try again, and report it if it persists.', locations, path, extensions: { code: 'INTERNAL_SERVER_ERROR' } };

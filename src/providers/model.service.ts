@@ -2,6 +2,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { getEntities } from '../db/raw-rows';
 import type { IdentifierLock } from '../db/identifier-lock';
 import { assertIdentifierAvailable, findLiveByIdentifierOrFail, findLiveOrFail, normalizeIdentifier, optionalText, requireName, liveRowsInListOrder, newRecordColumns } from '../db/record-rules';
+import { checkTextFits, textLimitOf } from '../db/text-limits';
 import { configurationsUsingModel } from '../configurations/configuration-usage';
 import { BadUserInputError, ConflictError } from '../shared/errors';
 import { unixNow } from '../shared/time';
@@ -131,11 +132,11 @@ export class ModelService {
     const changes: Partial<ModelEntity> = {};
     if (input.identifier !== undefined) changes.identifier = input.identifier;
     if (creating || input.name !== undefined) changes.name = requireName(input.name ?? '');
-    if (input.description !== undefined) changes.description = optionalText(input.description, 65535, 'description') ?? null;
+    if (input.description !== undefined) changes.description = optionalText(input.description, textLimitOf(ModelEntity, 'description'), 'description') ?? null;
     if (creating || input.modelId !== undefined) {
       const modelId = (input.modelId ?? '').trim();
       if (modelId === '') throw new BadUserInputError('modelId is required (the provider\'s model name)', 'modelId');
-      if (modelId.length > 150) throw new BadUserInputError('modelId must be at most 150 characters', 'modelId');
+      checkTextFits(modelId, textLimitOf(ModelEntity, 'modelId'), 'modelId');
       changes.modelId = modelId;
     }
     const counts = [
@@ -157,7 +158,7 @@ export class ModelService {
       const capabilities = input.capabilities.map((c) => c.trim().toLowerCase()).filter((c) => c !== '');
       if (capabilities.some((c) => c.includes(','))) throw new BadUserInputError('a capability may not contain a comma', 'capabilities');
       const csv = capabilities.join(',');
-      if (csv.length > 255) throw new BadUserInputError('capabilities must be at most 255 characters joined', 'capabilities');
+      checkTextFits(csv, textLimitOf(ModelEntity, 'capabilities'), 'capabilities', 'capabilities joined with commas');
       changes.capabilities = csv;
     }
     for (const key of EXTRA_PRICES) {

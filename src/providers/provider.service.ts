@@ -1,8 +1,9 @@
 import type { DataSource } from 'typeorm';
-import type { AppConfig } from '../config';
+import { type AppConfig, PROVIDER_KEY_ENV_PREFIX } from '../config';
 import { getEntities } from '../db/raw-rows';
 import type { IdentifierLock } from '../db/identifier-lock';
 import { assertIdentifierAvailable, findLiveOrFail, normalizeIdentifier, optionalText, requireName, liveRowsInListOrder, newRecordColumns } from '../db/record-rules';
+import { checkTextFits, textLimitOf } from '../db/text-limits';
 import { BadUserInputError, ConflictError } from '../shared/errors';
 import { SecretBox } from '../shared/secret-box';
 import { unixNow } from '../shared/time';
@@ -38,12 +39,17 @@ export function keyState(stored: string): KeyState {
   return 'external';
 }
 
+/** Where a provider's calls go: its adapter type and endpoint (empty = the type's default). */
+function endpointOf(row: ProviderEntity): string {
+  return `${row.adapterType} ${row.endpointUrl}`;
+}
+
 export class ProviderService {
   constructor(
     private readonly dataSource: DataSource,
     private readonly identifiers: IdentifierLock,
     private readonly secrets: SecretBox,
-    private readonly readEnv: AppConfig['readEnv'],
+    private readonly environment: Pick<AppConfig, 'readEnv' | 'providerKeyEnvAllowed'>,
   ) {}
 
   async list(): Promise<ProviderEntity[]> {
@@ -87,7 +93,12 @@ export class ProviderService {
     return this.identifiers.transaction('tx_nrllm_provider', async (manager) => {
         const row = await findLiveOrFail(manager, ProviderEntity, uid, 'provider');
         if (identifier !== undefined) await assertIdentifierAvailable(manager, ProviderEntity, identifier, uid, 'provider');
+        const keyedEndpoint = row.apiKey !== '' ? endpointOf(row) : null;
         this.applyWrite(row, { ...input, identifier }, false);
+        // A key entered for one endpoint is not sent to another unless it is entered again.
+        if (keyedEndpoint !== null && input.apiKey === undefined && endpointOf(row) !== keyedEndpoint) {
+          throw new BadUserInputError('The API key was given for the old endpoint: to change endpointUrl or adapterType, give apiKey again (or null to remove it)', 'apiKey');
+        }
         row.tstamp = unixNow();
         return manager.save(row);
       });
@@ -110,8 +121,11 @@ export class ProviderService {
       case 'none':
       case 'external':
         return null;
-      case 'environment':
-        return this.readEnv(row.apiKey.slice('env:'.length)) || null;
+      case 'environment': {
+        // A row written before the allow-list, or by TYPO3, gets no key rather than any variable.
+        const name = row.apiKey.slice('env:'.length);
+        return this.environment.providerKeyEnvAllowed(name) ? this.environment.readEnv(name) || null : null;
+      }
       case 'stored':
         return this.secrets.decrypt(row.apiKey);
     }
@@ -134,7 +148,7 @@ export class ProviderService {
     const changes: Partial<ProviderEntity> = {};
     if (input.identifier !== undefined) changes.identifier = input.identifier;
     if (creating || input.name !== undefined) changes.name = requireName(input.name ?? '');
-    if (input.description !== undefined) changes.description = optionalText(input.description, 65535, 'description') ?? null;
+    if (input.description !== undefined) changes.description = optionalText(input.description, textLimitOf(ProviderEntity, 'description'), 'description') ?? null;
     if (creating || input.adapterType !== undefined) {
       const type = (input.adapterType ?? '').trim().toLowerCase();
       if (!(ADAPTER_TYPES as readonly string[]).includes(type)) {
@@ -145,7 +159,7 @@ export class ProviderService {
     if (input.endpointUrl !== undefined) {
       const url = (input.endpointUrl ?? '').trim();
       if (url !== '') {
-        if (url.length > 500) throw new BadUserInputError('endpointUrl must be at most 500 characters', 'endpointUrl');
+        checkTextFits(url, textLimitOf(ProviderEntity, 'endpointUrl'), 'endpointUrl');
         let parsed: URL;
         try {
           parsed = new URL(url);
@@ -167,9 +181,15 @@ export class ProviderService {
       if (key.startsWith('env:') && !/^env:[A-Za-z_][A-Za-z0-9_]*$/.test(key)) {
         throw new BadUserInputError('apiKey "env:NAME" needs a valid environment variable name', 'apiKey');
       }
+      if (key.startsWith('env:') && !this.environment.providerKeyEnvAllowed(key.slice('env:'.length))) {
+        throw new BadUserInputError(
+          `apiKey "env:NAME" may only name variables starting with ${PROVIDER_KEY_ENV_PREFIX} or listed in PROVIDER_KEY_ENV_ALLOW`,
+          'apiKey',
+        );
+      }
       changes.apiKey = key === '' ? '' : key.startsWith('env:') ? key : this.secrets.encrypt(key);
     }
-    if (input.organizationId !== undefined) changes.organizationId = optionalText(input.organizationId ?? '', 100, 'organizationId') ?? '';
+    if (input.organizationId !== undefined) changes.organizationId = optionalText(input.organizationId ?? '', textLimitOf(ProviderEntity, 'organizationId'), 'organizationId') ?? '';
     if (input.apiTimeout !== undefined && input.apiTimeout !== null) {
       if (!Number.isInteger(input.apiTimeout) || input.apiTimeout < 1 || input.apiTimeout > 3600) throw new BadUserInputError('apiTimeout must be 1 to 3600 seconds', 'apiTimeout');
       changes.apiTimeout = input.apiTimeout;

@@ -1,3 +1,4 @@
+import { ArrayMaxSize, IsOptional } from 'class-validator';
 import { Field, Float, ID, InputType, Int, ObjectType, registerEnumType } from 'type-graphql';
 import { JSONScalar, DateTimeScalar } from '../graphql/scalars';
 import type { ChatMessage as WireMessage } from '../providers/adapters/types';
@@ -205,13 +206,22 @@ export class ToolInfo {
   @Field() enabledByDefault!: boolean;
 }
 
+/** Each forced snippet or skill is looked up and sent on every call: a run names a handful, never thousands. */
+export const MAX_FORCED_ITEMS = 100;
+
 @InputType()
 export class StartRunInput {
   @Field({ description: 'Configuration identifier.' }) configuration!: string;
   @Field() prompt!: string;
   @Field(() => [String], { nullable: true, description: 'Allow-list: absent = the tools enabled by default; [] = none.' }) tools?: string[] | null;
-  @Field(() => [String], { nullable: true, description: 'Snippet identifiers sent as extra leading system messages.' }) forcedSnippets?: string[] | null;
-  @Field(() => [String], { nullable: true, description: 'Skill identifiers injected after the configuration\'s.' }) forcedSkills?: string[] | null;
+  @IsOptional()
+  @ArrayMaxSize(MAX_FORCED_ITEMS)
+  @Field(() => [String], { nullable: true, description: `Snippet identifiers sent as extra leading system messages (at most ${MAX_FORCED_ITEMS}).` })
+  forcedSnippets?: string[] | null;
+  @IsOptional()
+  @ArrayMaxSize(MAX_FORCED_ITEMS)
+  @Field(() => [String], { nullable: true, description: `Skill identifiers injected after the configuration's (at most ${MAX_FORCED_ITEMS}).` })
+  forcedSkills?: string[] | null;
   @Field(() => String, { nullable: true, description: 'Replaces the configuration\'s prompt; the snippet block is still appended.' }) systemPrompt?: string | null;
   @Field(() => Int, { nullable: true, description: 'Default 5, clamped to 1..20.' }) maxRounds?: number | null;
   @Field(() => Int, { nullable: true }) maxTokens?: number | null;

@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import type { IdentifierLock } from '../db/identifier-lock';
 import { assertIdentifierAvailable, findLiveOrFail, normalizeIdentifier, optionalText, requireName, newRecordColumns } from '../db/record-rules';
+import { checkTextFits, textLimitOf } from '../db/text-limits';
 import { BadUserInputError } from '../shared/errors';
 import { unixNow } from '../shared/time';
 import { SkillEntity } from './skill.entity';
@@ -72,11 +73,11 @@ function applyWrite(row: SkillEntity, input: SkillWrite, creating: boolean): voi
   const changes: Partial<SkillEntity> = {};
   if (input.identifier !== undefined) changes.identifier = input.identifier;
   if (creating || input.name !== undefined) changes.name = requireName(input.name ?? '');
-  if (input.description !== undefined) changes.description = optionalText(input.description, 65535, 'description') ?? null;
+  if (input.description !== undefined) changes.description = optionalText(input.description, textLimitOf(SkillEntity, 'description'), 'description') ?? null;
   if (creating || input.body !== undefined) {
     const body = input.body ?? '';
     if (body.trim() === '') throw new BadUserInputError('body is required', 'body');
-    if (Buffer.byteLength(body, 'utf8') > 16_000_000) throw new BadUserInputError('body is too large', 'body');
+    checkTextFits(body, textLimitOf(SkillEntity, 'body'), 'body');
     changes.body = body;
     changes.bodyChecksum = sha256Hex(body);
   }

@@ -2,6 +2,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { getEntities, getPreparedEntities } from '../db/raw-rows';
 import type { IdentifierLock } from '../db/identifier-lock';
 import { assertIdentifierAvailable, checkPage, findLiveOrFail, normalizeIdentifier, optionalText, type Page, requireName, liveRowsInListOrder, newRecordColumns } from '../db/record-rules';
+import { checkTextFits, textLimitOf } from '../db/text-limits';
 import { BadUserInputError, NotFoundError } from '../shared/errors';
 import { unixNow } from '../shared/time';
 import { parseMetadataForWrite } from './snippet-metadata';
@@ -191,9 +192,9 @@ function applyWrite(row: PromptSnippetEntity, input: SnippetWrite, creating: boo
   if (creating || input.name !== undefined) changes.name = requireName(input.name ?? '');
   if (creating || input.snippet !== undefined) {
     if ((input.snippet ?? '').trim() === '') throw new BadUserInputError('snippet text is required', 'snippet');
-    changes.snippet = optionalText(input.snippet, 65535, 'snippet');
+    changes.snippet = optionalText(input.snippet, textLimitOf(PromptSnippetEntity, 'snippet'), 'snippet');
   }
-  if (input.description !== undefined) changes.description = optionalText(input.description, 65535, 'description') ?? null;
+  if (input.description !== undefined) changes.description = optionalText(input.description, textLimitOf(PromptSnippetEntity, 'description'), 'description') ?? null;
   if (input.tags !== undefined && input.tags !== null) {
     const tags = validateTagsForWrite(input.tags);
     if (!tags.ok) throw new BadUserInputError(tags.message, 'tags');
@@ -204,7 +205,7 @@ function applyWrite(row: PromptSnippetEntity, input: SnippetWrite, creating: boo
     else {
       const metadata = parseMetadataForWrite(input.metadata);
       if (!metadata.ok) throw new BadUserInputError(metadata.message, 'metadata');
-      if (metadata.json.length > 65535) throw new BadUserInputError('metadata must be at most 65535 characters of JSON', 'metadata');
+      checkTextFits(metadata.json, textLimitOf(PromptSnippetEntity, 'metadata'), 'metadata', 'metadata as JSON');
       changes.metadata = metadata.json;
     }
   }

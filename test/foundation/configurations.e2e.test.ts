@@ -155,7 +155,7 @@ describe.each(testDialects)('providers and models through the server on %s', (di
     const rows = (await t.database.query('SELECT api_key FROM tx_nrllm_provider WHERE identifier = ?', [identifier])) as { api_key: string }[];
     expect(rows[0]?.api_key).toMatch(/^pwenc:v1:/);
     expect(rows[0]?.api_key).not.toContain('sk-very-secret-123');
-    const env = await t.ok<{ updateProvider: Record<string, unknown> }>('mutation($uid: Int!) { updateProvider(uid: $uid, input: { apiKey: "env:OPENAI_API_KEY" }) { apiKeySource } }', {
+    const env = await t.ok<{ updateProvider: Record<string, unknown> }>('mutation($uid: Int!) { updateProvider(uid: $uid, input: { apiKey: "env:PROMPTWIRE_PROVIDER_KEY_OPENAI" }) { apiKeySource } }', {
       uid: data.createProvider.uid,
     });
     expect(env.updateProvider.apiKeySource).toBe('environment');
