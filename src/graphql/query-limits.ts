@@ -9,7 +9,9 @@
  *  - a field costs 1, or what its definition declares (`complexity`), plus
  *    the cost of its selection;
  *  - a list multiplies its selection's cost by the rows it may return: its
- *    `limit` argument (or that argument's default), else UNPAGED_LIST_ROWS;
+ *    `limit` argument (or that argument's default; a limit above the largest
+ *    page is left for the resolver to refuse, with its own message), else
+ *    UNPAGED_LIST_ROWS;
  *  - introspection costs a fixed amount per `__schema` / `__type`, whatever
  *    it selects (its answer is bounded by the schema, not by the data).
  * Aliases are what multiply a document: each alias is counted again.
@@ -27,6 +29,7 @@ import {
   type ValidationRule,
 } from 'graphql';
 import { type ComplexityEstimator, getComplexity } from 'graphql-query-complexity';
+import { MAX_PAGE_SIZE } from '../db/record-rules';
 
 export interface QueryLimits {
   maxDepth: number;
@@ -56,7 +59,7 @@ export const fieldCost: ComplexityEstimator = ({ field, args, childComplexity })
   const own = typeof declared === 'number' ? declared : 1;
   if (!isListType(getNullableType(field.type))) return own + childComplexity;
   const limit: unknown = args.limit;
-  const rows = typeof limit === 'number' && Number.isFinite(limit) ? Math.max(0, limit) : UNPAGED_LIST_ROWS;
+  const rows = typeof limit === 'number' && Number.isFinite(limit) ? Math.min(Math.max(0, limit), MAX_PAGE_SIZE) : UNPAGED_LIST_ROWS;
   return own + rows * childComplexity;
 };
 
