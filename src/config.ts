@@ -43,6 +43,8 @@ export interface AppConfig {
   sqliteBusyTimeoutMs: number;
   /** SQLite: how long a write transaction waits (without blocking) for the write lock before a retryable error. */
   sqliteLockWaitMs: number;
+  /** How often the tables TYPO3 may write are checked for external changes (ms). */
+  promptChangePollMs: number;
   /** Reads a provider key given as `env:NAME` at call time (behaviour.md §1). */
   readEnv: (name: string) => string | undefined;
   /**
@@ -153,6 +155,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     maxQueuedRequests: integer('MAX_QUEUED_REQUESTS', 1000, 1, 1_000_000),
     sqliteBusyTimeoutMs: integer('SQLITE_BUSY_TIMEOUT_MS', 100, 0, 60_000),
     sqliteLockWaitMs: integer('SQLITE_LOCK_WAIT_MS', 5000, 0, 600_000),
+    promptChangePollMs: integer('PROMPT_CHANGE_POLL_MS', 2000, 100, 8000),
     readEnv: (name) => env[name],
     providerKeyEnvAllowed: (name) => name.startsWith(PROVIDER_KEY_ENV_PREFIX) || providerKeyEnvAllow.has(name),
   };

@@ -9,6 +9,8 @@ import type { Dialect } from './db/data-source';
 import { IdentifierLock } from './db/identifier-lock';
 import type { Logger } from './logger';
 import { ModelService } from './providers/model.service';
+import type { PromptEventBus } from './prompt-history/prompt-event-bus';
+import { PromptHistoryService } from './prompt-history/prompt-history.service';
 import { ProviderTester } from './providers/provider-tester';
 import { ProviderService } from './providers/provider.service';
 import type { RunService } from './runs/run.service';
@@ -26,24 +28,31 @@ export interface Services {
   skills: SkillService;
   tokens: ApiTokenService;
   providerTester: ProviderTester;
+  history: PromptHistoryService;
+  /** Serialises writes per table in this process (identifier checks, version numbers). */
+  /** The database lock every identifier write (and the change detector) takes per table. */
+  identifiers: IdentifierLock;
   runs: RunService;
 }
 
 export type CoreServices = Omit<Services, 'runs'>;
 
-export function createCoreServices(dataSource: DataSource, dialect: Dialect, config: AppConfig, secrets: SecretBox, logger: Logger): CoreServices {
+export function createCoreServices(dataSource: DataSource, dialect: Dialect, config: AppConfig, secrets: SecretBox, logger: Logger, promptEvents: PromptEventBus): CoreServices {
   const identifiers = new IdentifierLock(dataSource, dialect);
+  const history = new PromptHistoryService(dataSource, promptEvents);
   const providers = new ProviderService(dataSource, identifiers, secrets, config);
   const models = new ModelService(dataSource, identifiers);
   return {
     dataSource,
     dialect,
-    snippets: new SnippetService(dataSource, identifiers),
+    snippets: new SnippetService(dataSource, identifiers, history),
     providers,
     models,
-    configurations: new ConfigurationService(dataSource, identifiers),
-    skills: new SkillService(dataSource, identifiers),
+    configurations: new ConfigurationService(dataSource, identifiers, history),
+    skills: new SkillService(dataSource, identifiers, history),
     tokens: new ApiTokenService(dataSource, logger),
     providerTester: new ProviderTester(providers, models, logger),
+    history,
+    identifiers,
   };
 }
