@@ -28,6 +28,10 @@ export interface AppConfig {
   maxQueryDepth: number;
   /** HTTP requests allowed to wait for their turn; beyond that a request gets 503 with Retry-After. */
   maxQueuedRequests: number;
+  /** Bytes one provider call may answer (PROVIDER_MAX_RESPONSE_BYTES); beyond it the call fails with a clear error. */
+  providerMaxResponseBytes: number;
+  /** Seconds after which a run whose instance stopped renewing its lease is taken as orphaned (RUN_LEASE_SECONDS). */
+  runLeaseSeconds: number;
   /** Reads a provider key given as `env:NAME` at call time (behaviour.md §1). */
   readEnv: (name: string) => string | undefined;
 }
@@ -115,6 +119,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     seedExamples: flag('SEED_EXAMPLES', database.kind === 'sqlite'),
     maxQueryDepth: integer('MAX_QUERY_DEPTH', 12, 3, 100),
     maxQueuedRequests: integer('MAX_QUEUED_REQUESTS', 1000, 1, 1_000_000),
+    providerMaxResponseBytes: integer('PROVIDER_MAX_RESPONSE_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    runLeaseSeconds: integer('RUN_LEASE_SECONDS', 15, 3, 600),
     readEnv: (name) => env[name],
   };
 
