@@ -43,6 +43,10 @@ export interface AppConfig {
   sqliteBusyTimeoutMs: number;
   /** SQLite: how long a write transaction waits (without blocking) for the write lock before a retryable error. */
   sqliteLockWaitMs: number;
+  /** Bytes one provider call may answer (PROVIDER_MAX_RESPONSE_BYTES); beyond it the call fails with a clear error. */
+  providerMaxResponseBytes: number;
+  /** Seconds after which a run whose instance stopped renewing its lease is taken as orphaned (RUN_LEASE_SECONDS). */
+  runLeaseSeconds: number;
   /** How often the tables TYPO3 may write are checked for external changes (ms). */
   promptChangePollMs: number;
   /** Reads a provider key given as `env:NAME` at call time (behaviour.md §1). */
@@ -155,6 +159,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     maxQueuedRequests: integer('MAX_QUEUED_REQUESTS', 1000, 1, 1_000_000),
     sqliteBusyTimeoutMs: integer('SQLITE_BUSY_TIMEOUT_MS', 100, 0, 60_000),
     sqliteLockWaitMs: integer('SQLITE_LOCK_WAIT_MS', 5000, 0, 600_000),
+    providerMaxResponseBytes: integer('PROVIDER_MAX_RESPONSE_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    runLeaseSeconds: integer('RUN_LEASE_SECONDS', 15, 3, 600),
     promptChangePollMs: integer('PROMPT_CHANGE_POLL_MS', 2000, 100, 8000),
     readEnv: (name) => env[name],
     providerKeyEnvAllowed: (name) => name.startsWith(PROVIDER_KEY_ENV_PREFIX) || providerKeyEnvAllow.has(name),
