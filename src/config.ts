@@ -3,6 +3,7 @@
  * once, so a misconfigured start lists all of its problems in one message.
  */
 import path from 'node:path';
+import { parseAllowedHosts } from './shared/outbound-address';
 
 export type DatabaseConfig =
   | { kind: 'sqlite'; file: string; dataDirectory: string }
@@ -28,6 +29,10 @@ export interface AppConfig {
   maxQueryDepth: number;
   /** HTTP requests allowed to wait for their turn; beyond that a request gets 503 with Retry-After. */
   maxQueuedRequests: number;
+  /** Hosts an administrator-configured target (MCP server, webhook) may use although they resolve to a non-public address. */
+  webhookAllowedHosts: string[];
+  /** How long one MCP request (a tool call, one page of an import) may take. */
+  mcpTimeoutMs: number;
   /** Reads a provider key given as `env:NAME` at call time (behaviour.md §1). */
   readEnv: (name: string) => string | undefined;
 }
@@ -115,6 +120,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     seedExamples: flag('SEED_EXAMPLES', database.kind === 'sqlite'),
     maxQueryDepth: integer('MAX_QUERY_DEPTH', 12, 3, 100),
     maxQueuedRequests: integer('MAX_QUEUED_REQUESTS', 1000, 1, 1_000_000),
+    webhookAllowedHosts: parseAllowedHosts(env.WEBHOOK_ALLOWED_HOSTS),
+    mcpTimeoutMs: integer('MCP_TIMEOUT_MS', 30_000, 100, 600_000),
     readEnv: (name) => env[name],
   };
 
