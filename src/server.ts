@@ -31,6 +31,7 @@ import { createDatabaseSnippetSource } from './runs/database-snippet-source';
 import { createBuiltinToolRegistry } from './runs/tools/builtin-tools';
 import { InProcessTraceBus, RedisTraceBus, type TraceBus } from './runs/trace-bus';
 import { seedExamples } from './seed';
+import { createMcpFeature } from './mcp';
 import { createCoreServices, type Services } from './services';
 import { loadOrCreateKeyFile, SecretBox } from './shared/secret-box';
 
@@ -72,7 +73,8 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
 
     const secretKey = config.secretKey ?? (config.database.kind === 'sqlite' ? loadOrCreateKeyFile(config.database.dataDirectory) : null);
     if (!secretKey) throw new Error('SECRET_KEY is required');
-    const core = createCoreServices(dataSource, dialect, config, new SecretBox(secretKey), logger);
+    const secrets = new SecretBox(secretKey);
+    const core = createCoreServices(dataSource, dialect, config, secrets, logger);
 
     if (config.redisUrl) {
       const redisBus = new RedisTraceBus(config.redisUrl, logger);
@@ -81,6 +83,8 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
     } else {
       bus = new InProcessTraceBus();
     }
+    const toolRegistry = createBuiltinToolRegistry(createDatabaseSnippetSource(core.snippets));
+    const mcp = createMcpFeature(dataSource, config, secrets, logger, () => toolRegistry.list().map((tool) => tool.name));
     const runs = new RunService(
       dataSource,
       core.configurations,
@@ -88,12 +92,12 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
       core.providers,
       core.snippets,
       core.skills,
-      createBuiltinToolRegistry(createDatabaseSnippetSource(core.snippets)),
+      toolRegistry,
       bus,
       logger,
-      { watcherQueueSize: 256, ...options.runs },
+      { watcherQueueSize: 256, externalTools: mcp.toolSource, ...options.runs },
     );
-    const services: Services = { ...core, runs };
+    const services: Services = { ...core, runs, mcp: mcp.service };
 
     const generated = await core.tokens.bootstrap(config.adminToken);
     if (generated) options.onBootstrapToken?.(generated);
@@ -321,6 +325,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         logger.debug('HTTP closed; closing WebSockets');
         await new Promise<void>((resolve) => wsServer.close(() => resolve()));
         await bus.close();
+        await services.mcp.close();
         logger.debug('closing the database');
         await services.dataSource.destroy();
         logger.info('stopped');

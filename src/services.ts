@@ -7,6 +7,7 @@ import type { AppConfig } from './config';
 import { ConfigurationService } from './configurations/configuration.service';
 import type { Dialect } from './db/data-source';
 import type { Logger } from './logger';
+import type { McpService } from './mcp/mcp.service';
 import { ModelService } from './providers/model.service';
 import { ProviderTester } from './providers/provider-tester';
 import { ProviderService } from './providers/provider.service';
@@ -27,9 +28,10 @@ export interface Services {
   tokens: ApiTokenService;
   providerTester: ProviderTester;
   runs: RunService;
+  mcp: McpService;
 }
 
-export type CoreServices = Omit<Services, 'runs'>;
+export type CoreServices = Omit<Services, 'runs' | 'mcp'>;
 
 export function createCoreServices(dataSource: DataSource, dialect: Dialect, config: AppConfig, secrets: SecretBox, logger: Logger): CoreServices {
   const writeLock = new KeyedMutex();

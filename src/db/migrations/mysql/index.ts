@@ -2,6 +2,8 @@
 import { InitialOwnMysql1795954286115 } from './1795954286115-initial-own';
 import { InitialTypo3Mysql1795954286115 } from './1795954286115-initial-typo3';
 import { AddRunLeaseOwnMysql1795955915443 } from './1795955915443-add-run-lease-own';
+import { AddMcpServersOwnMysql1796018380053 } from './1796018380053-add-mcp-servers-own';
+import { AddMcpServersTypo3Mysql1796018380053 } from './1796018380053-add-mcp-servers-typo3';
 
-export const mysqlTypo3Migrations: Function[] = [InitialTypo3Mysql1795954286115];
-export const mysqlOwnMigrations: Function[] = [InitialOwnMysql1795954286115, AddRunLeaseOwnMysql1795955915443];
+export const mysqlTypo3Migrations: Function[] = [InitialTypo3Mysql1795954286115, AddMcpServersTypo3Mysql1796018380053];
+export const mysqlOwnMigrations: Function[] = [InitialOwnMysql1795954286115, AddRunLeaseOwnMysql1795955915443, AddMcpServersOwnMysql1796018380053];
