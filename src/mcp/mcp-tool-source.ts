@@ -50,6 +50,17 @@ export class McpToolSource implements ExternalToolSource {
 
   async toolsForRun(): Promise<ExternalTool[]> {
     const budget = new RemoteCallBudget(this.callsPerRun);
+    // Where and how to connect is read once per run and server (the credential is a database read and a decryption).
+    const endpoints = new Map<number, ReturnType<McpService['endpointFor']>>();
+    const endpointOf = (server: McpServerEntity) => {
+      let endpoint = endpoints.get(server.uid);
+      if (endpoint === undefined) {
+        endpoint = this.service.endpointFor(server);
+        endpoints.set(server.uid, endpoint);
+        endpoint.catch(() => endpoints.delete(server.uid));
+      }
+      return endpoint;
+    };
     return (await this.usable()).map(({ tool, server, schema }) => ({
       validate: schema.validate,
       registration: {
@@ -63,7 +74,7 @@ export class McpToolSource implements ExternalToolSource {
             // ToolInputError's message reaches the model after "Error: ".
             throw new ToolInputError(budgetExhaustedMessage(budget.limit, tool.toolName).slice('Error: '.length));
           }
-          const endpoint = await this.service.endpointFor(server);
+          const endpoint = await endpointOf(server);
           if (typeof endpoint === 'string') throw new Error(`MCP server "${server.identifier}" cannot be used: ${endpoint}`);
           // A signal per call: the SDK leaves its listener on the signal it is given, and a run makes up to 20 calls.
           const call = new AbortController();

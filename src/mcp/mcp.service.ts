@@ -65,6 +65,7 @@ export interface McpServiceOptions {
 export class McpService {
   /** Compiles remote argument schemas: lenient about keywords and formats a remote server may use. */
   readonly schemaCompiler = new Ajv({ strict: false, validateFormats: false, allErrors: true });
+  private readonly contactWritten = new Map<number, number>();
 
   constructor(
     private readonly repository: McpRepository,
@@ -227,8 +228,16 @@ export class McpService {
     await this.options.close?.();
   }
 
+  /**
+   * nr_llm's liveness fields after a successful round trip. `last_contact`
+   * has a resolution of one second, so it is written at most once a second
+   * per server: a run making 20 calls does not make 20 writes.
+   */
   async recordContact(serverUid: number, latencyMs: number): Promise<void> {
-    await this.repository.recordContact(serverUid, unixNow(), latencyMs);
+    const now = unixNow();
+    if (this.contactWritten.get(serverUid) === now) return;
+    this.contactWritten.set(serverUid, now);
+    await this.repository.recordContact(serverUid, now, latencyMs);
   }
 
   /** `''` for none, `null` when set but unusable here. */
