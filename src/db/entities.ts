@@ -4,6 +4,7 @@ import { ConfigurationEntity } from '../configurations/configuration.entity';
 import { McpCredentialEntity } from '../mcp/mcp-credential.entity';
 import { McpServerEntity } from '../mcp/mcp-server.entity';
 import { McpToolEntity } from '../mcp/mcp-tool.entity';
+import { PromptVersionEntity } from '../prompt-history/prompt-version.entity';
 import { ModelPriceEntity } from '../providers/model-price.entity';
 import { ModelEntity } from '../providers/model.entity';
 import { ProviderEntity } from '../providers/provider.entity';
@@ -28,6 +29,6 @@ export const typo3Entities = [
 ];
 
 /** The service's own tables (`promptwire_*`). */
-export const ownEntities = [ApiTokenEntity, ModelPriceEntity, RunLeaseEntity, McpCredentialEntity];
+export const ownEntities = [ApiTokenEntity, ModelPriceEntity, RunLeaseEntity, PromptVersionEntity, McpCredentialEntity];
 
 export const allEntities = [...typo3Entities, ...ownEntities];
