@@ -35,6 +35,7 @@ export class FakeProvider {
   readonly requests: RecordedRequest[] = [];
   private readonly queue: ScriptedResponse[] = [];
   private readonly openResponses = new Set<ServerResponse>();
+  private readonly arrivals: { count: number; resolve: () => void }[] = [];
 
   private constructor(
     private readonly server: Server,
@@ -50,6 +51,12 @@ export class FakeProvider {
     const { port } = server.address() as AddressInfo;
     provider = new FakeProvider(server, `http://127.0.0.1:${port}`);
     return provider;
+  }
+
+  /** Resolves once `count` requests have arrived (whatever the machine's load). */
+  received(count = 1): Promise<void> {
+    if (this.requests.length >= count) return Promise.resolve();
+    return new Promise((resolve) => this.arrivals.push({ count, resolve }));
   }
 
   enqueue(...responses: ScriptedResponse[]): void {
@@ -89,6 +96,10 @@ export class FakeProvider {
       clientClosedEarly: false,
     };
     this.requests.push(record);
+    for (const waiter of this.arrivals.filter((arrival) => arrival.count <= this.requests.length)) {
+      this.arrivals.splice(this.arrivals.indexOf(waiter), 1);
+      waiter.resolve();
+    }
     this.openResponses.add(res);
     res.on('close', () => {
       this.openResponses.delete(res);
