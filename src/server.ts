@@ -116,7 +116,7 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
       toolRegistry,
       bus,
       logger,
-      { watcherQueueSize: 256, externalTools: mcp.toolSource, ...options.runs },
+      { watcherQueueSize: 256, leaseSeconds: config.runLeaseSeconds, providerMaxResponseBytes: config.providerMaxResponseBytes, externalTools: mcp.toolSource, ...options.runs },
     );
     const services: Services = { ...core, runs, mcp: mcp.service };
 

@@ -15,6 +15,8 @@ describe.each(testDialects)('relation loading on %s', (dialect) => {
   let queries: string[] = [];
   beforeAll(async () => {
     t = await startTestServer(dialect, {
+      // Background work (run housekeeping, the prompt-change poll) must not land among the counted queries.
+      env: { RUN_LEASE_SECONDS: '600', PROMPT_CHANGE_POLL_MS: '8000' },
       server: {
         onQuery: (sql) => {
           if (counting) queries.push(sql);

@@ -18,6 +18,9 @@ export interface ScriptedResponse {
   hang?: boolean;
   /** Destroy the socket instead of answering. */
   reset?: boolean;
+  /** Answer 200, then write only this text every `keepAliveEveryMs` (a stream of keep-alive comments), never ending. */
+  keepAlive?: string;
+  keepAliveEveryMs?: number;
 }
 
 export interface RecordedRequest {
@@ -117,6 +120,14 @@ export class FakeProvider {
       return;
     }
     if (scripted.hang === true) return;
+    if (scripted.keepAlive !== undefined) {
+      res.writeHead(200, { 'content-type': 'text/event-stream', ...scripted.headers });
+      while (!res.destroyed) {
+        res.write(scripted.keepAlive);
+        await new Promise((resolve) => setTimeout(resolve, scripted.keepAliveEveryMs ?? 50));
+      }
+      return;
+    }
 
     const body = typeof scripted.body === 'string' ? Buffer.from(scripted.body, 'utf8') : (scripted.body ?? Buffer.alloc(0));
     res.writeHead(scripted.status ?? 200, { 'content-type': 'application/json', ...scripted.headers });
