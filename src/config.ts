@@ -3,6 +3,7 @@
  * once, so a misconfigured start lists all of its problems in one message.
  */
 import path from 'node:path';
+import { parseAllowedHosts } from './shared/outbound-address';
 
 export type DatabaseConfig =
   | { kind: 'sqlite'; file: string; dataDirectory: string }
@@ -43,6 +44,10 @@ export interface AppConfig {
   sqliteBusyTimeoutMs: number;
   /** SQLite: how long a write transaction waits (without blocking) for the write lock before a retryable error. */
   sqliteLockWaitMs: number;
+  /** Hosts an administrator-configured target (MCP server, webhook) may use although they resolve to a non-public address. */
+  webhookAllowedHosts: string[];
+  /** How long one MCP request (a tool call, one page of an import) may take. */
+  mcpTimeoutMs: number;
   /** Bytes one provider call may answer (PROVIDER_MAX_RESPONSE_BYTES); beyond it the call fails with a clear error. */
   providerMaxResponseBytes: number;
   /** Seconds after which a run whose instance stopped renewing its lease is taken as orphaned (RUN_LEASE_SECONDS). */
@@ -159,6 +164,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     maxQueuedRequests: integer('MAX_QUEUED_REQUESTS', 1000, 1, 1_000_000),
     sqliteBusyTimeoutMs: integer('SQLITE_BUSY_TIMEOUT_MS', 100, 0, 60_000),
     sqliteLockWaitMs: integer('SQLITE_LOCK_WAIT_MS', 5000, 0, 600_000),
+    webhookAllowedHosts: parseAllowedHosts(env.WEBHOOK_ALLOWED_HOSTS),
+    mcpTimeoutMs: integer('MCP_TIMEOUT_MS', 30_000, 100, 600_000),
     providerMaxResponseBytes: integer('PROVIDER_MAX_RESPONSE_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     runLeaseSeconds: integer('RUN_LEASE_SECONDS', 15, 3, 600),
     promptChangePollMs: integer('PROMPT_CHANGE_POLL_MS', 2000, 100, 8000),

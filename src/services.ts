@@ -8,6 +8,7 @@ import { ConfigurationService } from './configurations/configuration.service';
 import type { Dialect } from './db/data-source';
 import { IdentifierLock } from './db/identifier-lock';
 import type { Logger } from './logger';
+import type { McpService } from './mcp/mcp.service';
 import { ModelService } from './providers/model.service';
 import type { PromptEventBus } from './prompt-history/prompt-event-bus';
 import { PromptHistoryService } from './prompt-history/prompt-history.service';
@@ -35,9 +36,10 @@ export interface Services {
   /** The database lock every identifier write (and the change detector) takes per table. */
   identifiers: IdentifierLock;
   runs: RunService;
+  mcp: McpService;
 }
 
-export type CoreServices = Omit<Services, 'runs'>;
+export type CoreServices = Omit<Services, 'runs' | 'mcp'>;
 
 export function createCoreServices(dataSource: DataSource, dialect: Dialect, config: AppConfig, secrets: SecretBox, logger: Logger, promptEvents: PromptEventBus): CoreServices {
   const identifiers = new IdentifierLock(dataSource, dialect);
