@@ -11,8 +11,7 @@ import { ApolloServerPluginCacheControlDisabled } from '@apollo/server/plugin/di
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import { type ExecutionResult, type GraphQLError, type GraphQLSchema, validate as validateDocument, specifiedRules, type ValidationRule } from 'graphql';
-import { useServer } from 'graphql-ws/use/ws';
-import { type WebSocket, WebSocketServer } from 'ws';
+import { WebSocketServer } from 'ws';
 import type { Caller } from './auth/roles';
 import type { AppConfig } from './config';
 import { createDataSource } from './db/data-source';
@@ -21,11 +20,10 @@ import type { GraphQLContext } from './graphql/context';
 import { createErrorFormatter } from './graphql/format-error';
 import { createLoaders } from './graphql/loaders';
 import { buildAppSchema } from './graphql/schema';
-import { createSharedSubscribe, expandPreSerialized, isPreSerialized } from './graphql/shared-subscriptions';
+import { serveSubscriptions } from './graphql/trace-fanout';
 import { CLIENT_GONE, HttpError, readBody } from './http-body';
 import { createLogger, type Logger } from './logger';
 import { RequestQueue } from './request-queue';
-import { batchSends, SocketBatcher } from './socket-batcher';
 import { RunService, type RunServiceOptions } from './runs/run.service';
 import { createDatabaseSnippetSource } from './runs/database-snippet-source';
 import { createBuiltinToolRegistry } from './runs/tools/builtin-tools';
@@ -136,12 +134,9 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
   const formatErrors = (errors: readonly GraphQLError[]) => errors.map((error) => formatError(error.toJSON(), error));
   const formatResult = <T extends ExecutionResult>(result: T): T =>
     result.errors?.length ? { ...result, errors: formatErrors(result.errors) as unknown as GraphQLError[] } : result;
-  const sharedSubscribe = createSharedSubscribe({ contextKey: (context) => (context as GraphQLContext).caller?.role ?? null, finish: formatResult });
   const wsServer = new WebSocketServer({ server: httpServer, path: '/graphql', maxPayload: config.bodyLimitBytes });
-  const batcher = new SocketBatcher(WS_BATCH_WINDOW_MS);
-  // Pre-serialised results are spliced in, and each socket's messages of a moment leave together.
-  wsServer.on('connection', (socket: WebSocket, request: IncomingMessage) => batchSends(socket, request.socket, batcher, expandPreSerialized));
-  const wsCleanup = useServer<Record<string, unknown>, { context?: GraphQLContext }>(
+  // Live events are executed and serialised once per group of identical subscriptions and written in turns (see trace-fanout).
+  const wsCleanup = serveSubscriptions<Record<string, unknown>, { context?: GraphQLContext }>(
     {
       schema,
       onConnect: async (ctx) => {
@@ -151,15 +146,17 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         return true;
       },
       context: (ctx) => ({ ...(ctx.extra.context as GraphQLContext), loaders: createLoaders(services) }),
-      // An event is executed and serialised once for all subscribers with the same operation.
-      subscribe: sharedSubscribe,
-      // Errors over the socket get the same codes and masking as over HTTP (shared results are formatted already).
-      onNext: (_ctx, _id, _payload, _args, result) => (isPreSerialized(result) ? result : formatResult(result)),
+      // Errors over the socket get the same codes and masking as over HTTP.
       onError: (_ctx, _id, _payload, errors) => formatErrors(errors) as unknown as GraphQLError[],
       // The same depth limit as over HTTP.
       validate: (s, document) => validateDocument(s, document, [...specifiedRules, ...validationRules]),
     },
     wsServer,
+    {
+      contextKey: (context) => (context as GraphQLContext).caller?.role ?? null,
+      finish: formatResult,
+      onInternalError: (error) => logger.error({ err: error }, 'graphql-ws message handling failed'),
+    },
   );
 
   const apollo = new ApolloServer<GraphQLContext>({
@@ -327,9 +324,6 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
       })()),
   };
 }
-
-/** Longest a WebSocket message is held to leave together with others (see SocketBatcher). */
-const WS_BATCH_WINDOW_MS = 2;
 
 const REQUEST_ID_PATTERN = /^[\w.:-]{1,100}$/;
 

@@ -1,6 +1,6 @@
 import { EventEmitter, on } from 'node:events';
 import { GraphQLInt, GraphQLObjectType, GraphQLSchema, GraphQLString, parse, type ExecutionResult } from 'graphql';
-import { createSharedSubscribe, expandPreSerialized, isPreSerialized, preSerialized } from './shared-subscriptions';
+import { createSharedSubscribe, expandPreSerialized, isPreSerialized, preSerialized } from './trace-fanout';
 
 interface Tick {
   n: number;
