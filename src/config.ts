@@ -22,7 +22,7 @@ export interface AppConfig {
   introspection: boolean;
   /** Largest accepted request body in bytes. */
   bodyLimitBytes: number;
-  /** Seed the example data set into an empty database (default: only on the embedded SQLite database). */
+  /** Seed the example data set into an empty database (default: only on the embedded SQLite database with its own schema). */
   seedExamples: boolean;
   /** Deepest selection set a query may have. */
   maxQueryDepth: number;
@@ -112,7 +112,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     logLevel,
     introspection: flag('INTROSPECTION', true),
     bodyLimitBytes: integer('BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
-    seedExamples: flag('SEED_EXAMPLES', database.kind === 'sqlite'),
+    seedExamples: flag('SEED_EXAMPLES', database.kind === 'sqlite' && schemaMode === 'own'),
     maxQueryDepth: integer('MAX_QUERY_DEPTH', 12, 3, 100),
     maxQueuedRequests: integer('MAX_QUEUED_REQUESTS', 1000, 1, 1_000_000),
     readEnv: (name) => env[name],

@@ -2,8 +2,10 @@ import type { Services } from './services';
 
 /**
  * A newcomer's first start on an empty database shows something: snippets for
- * each established tag, an Ollama and an OpenAI provider, a model each, and a
- * configuration selecting two tags. Returns false when the database has data.
+ * each established tag, an Ollama and an OpenAI provider, a model each, a
+ * configuration selecting two tags, and the demo model with its
+ * `demo-assistant` configuration, so that a first run works with no account
+ * and no network. Returns false when the database has data.
  */
 export async function seedExamples(services: Services): Promise<boolean> {
   const [snippets, providers] = await Promise.all([services.snippets.list({ limit: 1, offset: 0 }), services.providers.list()]);
@@ -38,6 +40,16 @@ export async function seedExamples(services: Services): Promise<boolean> {
     model: 'llama3-local',
     systemPrompt: 'You are a helpful assistant.',
     snippetTags: ['persona', 'tone_of_voice'],
+  });
+
+  await services.providers.create({ identifier: 'demo', name: 'Demo model (local, no network)', adapterType: 'demo' });
+  await services.models.create({ identifier: 'demo', name: 'Demo model', provider: 'demo', modelId: 'demo', contextLength: 32768, maxOutputTokens: 4096, capabilities: ['chat', 'tools', 'streaming'] });
+  await services.configurations.create({
+    identifier: 'demo-assistant',
+    name: 'Demo assistant',
+    model: 'demo',
+    systemPrompt: 'You are a helpful assistant. Use the calculator for arithmetic.',
+    snippetTags: ['persona'],
   });
   return true;
 }

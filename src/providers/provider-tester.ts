@@ -21,6 +21,7 @@ const DEFAULT_TEST_MODELS: Record<string, string> = {
   openrouter: 'openai/gpt-4o-mini',
   mistral: 'mistral-small-latest',
   groq: 'llama-3.1-8b-instant',
+  demo: 'demo',
 };
 
 /** What an administrator clicks after pasting a key: one tiny call, with the outcome in words. */

@@ -10,7 +10,7 @@ export class LlmProvider {
   @Field() identifier!: string;
   @Field() name!: string;
   @Field(() => String, { nullable: true }) description!: string | null;
-  @Field({ description: 'openai, anthropic, gemini, ollama, openrouter, mistral, groq or custom (OpenAI-compatible).' }) adapterType!: string;
+  @Field({ description: 'openai, anthropic, gemini, ollama, openrouter, mistral, groq, custom (OpenAI-compatible) or demo (a local deterministic model, no network).' }) adapterType!: string;
   @Field(() => String, { nullable: true }) endpointUrl!: string | null;
   @Field({ description: 'Whether a key is stored; the key itself is never readable.' }) hasApiKey!: boolean;
   @Field({ description: 'none, stored (encrypted here), environment (env:NAME) or external (a TYPO3 vault identifier this service cannot read).' }) apiKeySource!: string;

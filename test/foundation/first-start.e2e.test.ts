@@ -28,8 +28,16 @@ describe('the first start on an empty embedded database', () => {
       const token = tokens[0] ?? '';
       const data = (await gql(first.url, token, '{ configurations { identifier snippetTags effectiveSystemPrompt model { modelId provider { adapterType hasApiKey } } } snippetTags providers { identifier adapterType } }')).data;
       expect(data?.snippetTags).toEqual(['audience', 'layout', 'persona', 'style', 'tone_of_voice']);
-      expect(data?.providers).toEqual(expect.arrayContaining([{ identifier: 'ollama-local', adapterType: 'ollama' }, { identifier: 'openai', adapterType: 'openai' }]));
+      expect(data?.providers).toEqual(
+        expect.arrayContaining([{ identifier: 'ollama-local', adapterType: 'ollama' }, { identifier: 'openai', adapterType: 'openai' }, { identifier: 'demo', adapterType: 'demo' }]),
+      );
       expect(data?.configurations).toEqual([
+        {
+          identifier: 'demo-assistant',
+          snippetTags: ['persona'],
+          effectiveSystemPrompt: 'You are a helpful assistant. Use the calculator for arithmetic.\n\nNova persona:\nYou are Nova, a friendly expert.',
+          model: { modelId: 'demo', provider: { adapterType: 'demo', hasApiKey: false } },
+        },
         {
           identifier: 'nova-assistant',
           snippetTags: ['persona', 'tone_of_voice'],
@@ -43,11 +51,44 @@ describe('the first start on an empty embedded database', () => {
 
       const second = await createServer(loadConfig(env), { logger: quiet, onBootstrapToken: (t) => tokens.push(t) });
       expect(tokens).toHaveLength(1);
-      expect(((await gql(second.url, token, '{ configurations { identifier } }')).data?.configurations as unknown[]).length).toBe(1);
+      expect(((await gql(second.url, token, '{ configurations { identifier } }')).data?.configurations as unknown[]).length).toBe(2);
       await second.stop();
     } finally {
       await database.drop();
     }
+  });
+
+  it('runs the demo assistant with the calculator to a streamed, tool-using answer, with no network', async () => {
+    const database = await createTestDatabase('sqlite');
+    const env = { DATABASE_URL: `sqlite:${database.config.kind === 'sqlite' ? database.config.file : ''}`, PORT: '0', LOG_LEVEL: 'silent' };
+    const tokens: string[] = [];
+    const server = await createServer(loadConfig(env), { logger: quiet, onBootstrapToken: (token) => tokens.push(token) });
+    try {
+      const token = tokens[0] ?? '';
+      const started = await gql(server.url, token, 'mutation { startRun(input: {configuration: "demo-assistant", prompt: "What is 17 * 23?", tools: ["calculator"]}) { id } }');
+      const id = (started.data?.startRun as { id: string }).id;
+      type DemoRun = { status: string; finalContent: string; totalTokens: number; steps: { kind: string; toolName: string | null; toolResult: string | null; thinking: string | null }[] };
+      let run: DemoRun | null = null as DemoRun | null;
+      for (let attempt = 0; attempt < 200; attempt += 1) {
+        const read = await gql(server.url, token, `{ run(id: "${id}") { status finalContent totalTokens steps { kind toolName toolResult thinking } } }`);
+        run = (read.data?.run ?? null) as DemoRun | null;
+        if (run && run.status !== 'QUEUED' && run.status !== 'RUNNING') break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(run?.status).toBe('COMPLETED');
+      expect(run?.finalContent).toBe('The result is 391.');
+      expect(run?.totalTokens).toBeGreaterThan(0);
+      expect(run?.steps.find((step) => step.kind === 'TOOL')).toMatchObject({ toolName: 'calculator', toolResult: '391' });
+      expect(run?.steps.find((step) => step.kind === 'LLM')?.thinking).toContain('17 * 23');
+    } finally {
+      await server.stop();
+      await database.drop();
+    }
+  });
+
+  it('does not seed a database whose schema TYPO3 owns', () => {
+    expect(loadConfig({ DATABASE_URL: 'sqlite:./data/x.sqlite', SCHEMA_MODE: 'shared' }).seedExamples).toBe(false);
+    expect(loadConfig({ DATABASE_URL: 'sqlite:./data/x.sqlite' }).seedExamples).toBe(true);
   });
 
   const mysqlOnly = testDialects.filter((d) => d === 'mysql');

@@ -4,6 +4,7 @@
  * per run, whatever is convenient.
  */
 import { AnthropicAdapter } from './anthropic.adapter';
+import { DemoAdapter } from './demo.adapter';
 import { ProviderRequestError } from './errors';
 import { GeminiAdapter } from './gemini.adapter';
 import type { AdapterDependencies } from './http-chat-adapter';
@@ -52,6 +53,8 @@ export function createChatAdapter(settings: ProviderSettings, deps: ChatAdapterD
       return new GeminiAdapter(settings, dependencies);
     case 'ollama':
       return new OllamaAdapter(settings, dependencies);
+    case 'demo':
+      return new DemoAdapter(settings);
   }
 }
 

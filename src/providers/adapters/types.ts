@@ -66,7 +66,7 @@ export interface ProviderSettings {
   options: Record<string, unknown>;
 }
 
-export const ADAPTER_TYPES = ['openai', 'anthropic', 'gemini', 'ollama', 'openrouter', 'mistral', 'groq', 'custom'] as const;
+export const ADAPTER_TYPES = ['openai', 'anthropic', 'gemini', 'ollama', 'openrouter', 'mistral', 'groq', 'custom', 'demo'] as const;
 export type AdapterType = (typeof ADAPTER_TYPES)[number];
 
 export interface ChatRequest {
