@@ -9,8 +9,16 @@ import type { AddressInfo } from 'node:net';
 import { ApolloServer, HeaderMap, type ApolloServerPlugin, type HTTPGraphQLRequest } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
-import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
-import { type ExecutionResult, type GraphQLError, type GraphQLSchema, validate as validateDocument, specifiedRules, type ValidationRule } from 'graphql';
+import {
+  type DocumentNode,
+  type ExecutionResult,
+  GraphQLError,
+  type GraphQLSchema,
+  NoSchemaIntrospectionCustomRule,
+  parse,
+  specifiedRules,
+  validate as validateDocument,
+} from 'graphql';
 import { WebSocketServer } from 'ws';
 import type { Caller } from './auth/roles';
 import type { AppConfig } from './config';
@@ -19,6 +27,7 @@ import { checkSharedSchema } from './db/shared-schema';
 import type { GraphQLContext } from './graphql/context';
 import { createErrorFormatter } from './graphql/format-error';
 import { createLoaders } from './graphql/loaders';
+import { costRefusal, oversizedAnswer, parseOptionsFor, type QueryLimits, validationRulesFor } from './graphql/query-limits';
 import { buildAppSchema } from './graphql/schema';
 import { serveSubscriptions } from './graphql/trace-fanout';
 import { CLIENT_GONE, HttpError, readBody } from './http-body';
@@ -109,11 +118,9 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
 
 async function listen(config: AppConfig, services: Services, logger: Logger, bus: TraceBus): Promise<RunningServer> {
   const schema = await getSchema();
-  // Reported as a validation error rather than thrown: a rule that throws makes
-  // Apollo treat the refusal as an internal failure (masked, no useful message).
-  const validationRules: ValidationRule[] = [
-    maxDepthRule({ n: config.maxQueryDepth, ignoreIntrospection: true, exposeLimits: true, onReject: [(context, error) => context?.reportError(error)], propagateOnRejection: false }),
-  ];
+  const limits: QueryLimits = { maxDepth: config.maxQueryDepth, ...config.queryLimits };
+  const validationRules = validationRulesFor(limits);
+  const parseOptions = parseOptionsFor(limits);
   const httpServer = http.createServer();
   const authenticate = async (authorization: unknown): Promise<{ caller: Caller | null; authProblem: string | null }> => {
     const header = typeof authorization === 'string' ? authorization.trim() : '';
@@ -134,11 +141,27 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
   const formatErrors = (errors: readonly GraphQLError[]) => errors.map((error) => formatError(error.toJSON(), error));
   const formatResult = <T extends ExecutionResult>(result: T): T =>
     result.errors?.length ? { ...result, errors: formatErrors(result.errors) as unknown as GraphQLError[] } : result;
+  // Apollo adds the introspection rule itself when INTROSPECTION=false; graphql-ws needs it here.
+  const wsValidationRules = [...specifiedRules, ...validationRules, ...(config.introspection ? [] : [NoSchemaIntrospectionCustomRule])];
   const wsServer = new WebSocketServer({ server: httpServer, path: '/graphql', maxPayload: config.bodyLimitBytes });
   // Live events are executed and serialised once per group of identical subscriptions and written in turns (see trace-fanout).
   const wsCleanup = serveSubscriptions<Record<string, unknown>, { context?: GraphQLContext }>(
     {
       schema,
+      // Every operation over the socket is parsed, validated and costed here, by the same rules as over HTTP.
+      onSubscribe: (_ctx, _id, payload) => {
+        let document: DocumentNode;
+        try {
+          document = parse(payload.query, parseOptions);
+        } catch (error) {
+          return [withCode(error, 'GRAPHQL_PARSE_FAILED')];
+        }
+        const errors = validateDocument(schema, document, wsValidationRules);
+        if (errors.length > 0) return errors.map((error) => withCode(error, 'GRAPHQL_VALIDATION_FAILED'));
+        const refusal = costRefusal(limits, schema, document, payload.variables, payload.operationName);
+        if (refusal) return [refusal];
+        return { schema, document, variableValues: payload.variables, operationName: payload.operationName };
+      },
       onConnect: async (ctx) => {
         const context = await contextFor(ctx.connectionParams?.authorization, crypto.randomUUID());
         if (!context.caller) return false; // graphql-ws closes with 4403 Forbidden
@@ -148,13 +171,13 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
       context: (ctx) => ({ ...(ctx.extra.context as GraphQLContext), loaders: createLoaders(services) }),
       // Errors over the socket get the same codes and masking as over HTTP.
       onError: (_ctx, _id, _payload, errors) => formatErrors(errors) as unknown as GraphQLError[],
-      // The same depth limit as over HTTP.
-      validate: (s, document) => validateDocument(s, document, [...specifiedRules, ...validationRules]),
     },
     wsServer,
     {
       contextKey: (context) => (context as GraphQLContext).caller?.role ?? null,
       finish: formatResult,
+      // No answer over the socket is larger than over HTTP.
+      refuse: (json) => oversizedAnswer(limits, json),
       onInternalError: (error) => logger.error({ err: error }, 'graphql-ws message handling failed'),
     },
   );
@@ -168,6 +191,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
     stopOnTerminationSignals: false,
     includeStacktraceInErrorResponses: false,
     validationRules,
+    parseOptions,
     formatError,
     plugins: [
       ApolloServerPluginCacheControlDisabled(),
@@ -178,6 +202,17 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         },
       },
       jsonClientStatusPlugin(),
+      {
+        // The cost needs the variables, which validation rules do not see.
+        async requestDidStart() {
+          return {
+            async didResolveOperation({ request, document, operationName }) {
+              const refusal = costRefusal(limits, schema, document, request.variables, operationName);
+              if (refusal) throw refusal;
+            },
+          };
+        },
+      },
     ],
   });
   await apollo.start();
@@ -286,6 +321,13 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
     for (const [key, value] of result.headers) response.setHeader(key, value);
     response.statusCode = status;
     if (result.body.kind === 'complete') {
+      const oversized = oversizedAnswer(limits, result.body.string);
+      if (oversized) {
+        response.removeHeader('content-length');
+        response.statusCode = 200;
+        response.end(JSON.stringify(formatResult(oversized)));
+        return;
+      }
       response.end(result.body.string);
       return;
     }
@@ -326,6 +368,12 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
 }
 
 const REQUEST_ID_PATTERN = /^[\w.:-]{1,100}$/;
+
+/** A graphql-js error (parse or validation) carrying the code Apollo gives it over HTTP. */
+function withCode(error: unknown, code: string): GraphQLError {
+  if (error instanceof GraphQLError) return new GraphQLError(error.message, { nodes: error.nodes, source: error.source, positions: error.positions, extensions: { ...error.extensions, code } });
+  return new GraphQLError(error instanceof Error ? error.message : String(error), { extensions: { code } });
+}
 
 function sendJson(response: ServerResponse, status: number, payload: unknown): void {
   response.statusCode = status;

@@ -2,6 +2,7 @@ import type { GraphQLResolveInfo } from 'graphql';
 import { Arg, Authorized, Ctx, FieldResolver, Info, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import { Role } from '../auth/roles';
 import type { GraphQLContext } from '../graphql/context';
+import { COMPOSED_PROMPT_COST } from '../graphql/query-limits';
 import { JSONScalar } from '../graphql/scalars';
 import { LlmModel, toLlmModel } from '../providers/provider.types';
 import { BadUserInputError } from '../shared/errors';
@@ -63,12 +64,13 @@ export class ConfigurationResolver {
     return loaders.snippetViews(selectedSnippetsOf(configuration.entity, await loaders.activeSnippets()));
   }
 
-  @FieldResolver(() => String, { description: 'The system prompt with the snippet block appended, byte for byte as TYPO3 composes it.' })
+  @FieldResolver(() => String, { description: 'The system prompt with the snippet block appended, byte for byte as TYPO3 composes it.', complexity: COMPOSED_PROMPT_COST })
   async effectiveSystemPrompt(@Root() configuration: LlmConfiguration, @Ctx() { loaders }: GraphQLContext): Promise<string> {
     return effectiveSystemPromptOf(configuration.entity, await loaders.activeSnippets());
   }
 
   @FieldResolver(() => JSONScalar, {
+    complexity: COMPOSED_PROMPT_COST,
     description: 'The call options a model call with this configuration sends (behaviour.md §5): typed parameters, the options JSON merged over them, the effective system prompt, and the max_tokens fallback.',
   })
   async callOptions(@Root() configuration: LlmConfiguration, @Ctx() { loaders }: GraphQLContext): Promise<Record<string, unknown>> {

@@ -54,6 +54,8 @@ export interface SharedSubscribeOptions {
   contextKey(contextValue: unknown): string | null;
   /** Applied once to every result before it is serialised (error formatting). */
   finish(result: ExecutionResult): ExecutionResult;
+  /** The answer to send instead of a result whose JSON may not be sent (e.g. too large), or null. Finished like any result. */
+  refuse?(json: string): ExecutionResult | null;
 }
 
 export interface TraceFanoutOptions extends SharedSubscribeOptions {
@@ -84,11 +86,15 @@ export function serveSubscriptions<P extends Record<PropertyKey, unknown>, E ext
     onNext: async (ctx, id, payload, args, result) => {
       const own = await options.onNext?.(ctx, id, payload, args, result);
       if (own) return own;
-      // A shared result is finished already; its marker becomes its JSON in send().
-      return (isPreSerialized(result) ? result : fanout.finish(result)) as FormattedExecutionResult;
+      // A shared result is finished and checked already; its marker becomes its JSON in send().
+      if (isPreSerialized(result)) return result as FormattedExecutionResult;
+      const refused = fanout.refuse?.(JSON.stringify(result));
+      return fanout.finish(refused ?? result) as FormattedExecutionResult;
     },
   });
   wsServer.options.handleProtocols = handleProtocols;
+  // The HTTP server's errors reach the WebSocket server too; its listener is the HTTP server's owner.
+  wsServer.on('error', (error) => fanout.onInternalError?.(error));
   wsServer.on('connection', (socket: WebSocket, request: IncomingMessage) => {
     const tcp = request.socket;
     const fail = (error: unknown) => {
@@ -251,7 +257,11 @@ export function createSharedSubscribe(options: SharedSubscribeOptions) {
       if (!perEvent) results.set(event, (perEvent = new Map()));
       let shared = perEvent.get(key);
       if (!shared) {
-        shared = Promise.resolve(execute({ ...args, rootValue: event }) as Result).then((result) => preSerialized(options.finish(result)));
+        shared = Promise.resolve(execute({ ...args, rootValue: event }) as Result).then((result) => {
+          const finished = preSerialized(options.finish(result));
+          const refused = options.refuse?.(finished.json);
+          return refused ? preSerialized(options.finish(refused)) : finished;
+        });
         perEvent.set(key, shared);
       }
       return shared;
