@@ -39,6 +39,8 @@ export interface AppConfig {
   };
   /** HTTP requests allowed to wait for their turn; beyond that a request gets 503 with Retry-After. */
   maxQueuedRequests: number;
+  /** How often the tables TYPO3 may write are checked for external changes (ms). */
+  promptChangePollMs: number;
   /** Reads a provider key given as `env:NAME` at call time (behaviour.md §1). */
   readEnv: (name: string) => string | undefined;
 }
@@ -132,6 +134,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
       maxResponseBytes: integer('MAX_RESPONSE_BYTES', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     },
     maxQueuedRequests: integer('MAX_QUEUED_REQUESTS', 1000, 1, 1_000_000),
+    promptChangePollMs: integer('PROMPT_CHANGE_POLL_MS', 2000, 100, 8000),
     readEnv: (name) => env[name],
   };
 

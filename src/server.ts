@@ -38,6 +38,9 @@ import { createDatabaseSnippetSource } from './runs/database-snippet-source';
 import { createBuiltinToolRegistry } from './runs/tools/builtin-tools';
 import { InProcessTraceBus, RedisTraceBus, type TraceBus } from './runs/trace-bus';
 import { seedExamples } from './seed';
+import Redis from 'ioredis';
+import { PromptChangeDetector, RedisDetectorLease } from './prompt-history/change-detector';
+import { InProcessPromptEventBus, type PromptEventBus, RedisPromptEventBus } from './prompt-history/prompt-event-bus';
 import { createCoreServices, type Services } from './services';
 import { loadOrCreateKeyFile, SecretBox } from './shared/secret-box';
 
@@ -70,6 +73,9 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
   const logger = options.logger ?? createLogger(config.logLevel);
   const { dataSource, dialect } = await createDataSource({ database: config.database, schemaMode: config.schemaMode, onQuery: options.onQuery });
   let bus: TraceBus | null = null;
+  let promptEvents: PromptEventBus | null = null;
+  let leaseClient: Redis | null = null;
+  let detector: PromptChangeDetector | null = null;
   try {
     if (config.schemaMode === 'shared') await checkSharedSchema(dataSource);
     if (config.runMigrations) {
@@ -79,15 +85,21 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
 
     const secretKey = config.secretKey ?? (config.database.kind === 'sqlite' ? loadOrCreateKeyFile(config.database.dataDirectory) : null);
     if (!secretKey) throw new Error('SECRET_KEY is required');
-    const core = createCoreServices(dataSource, dialect, config, new SecretBox(secretKey), logger);
-
     if (config.redisUrl) {
       const redisBus = new RedisTraceBus(config.redisUrl, logger);
       bus = redisBus;
       await redisBus.ready();
+      const redisPromptEvents = new RedisPromptEventBus(config.redisUrl, databaseKey(config), logger);
+      promptEvents = redisPromptEvents;
+      await redisPromptEvents.ready();
     } else {
       bus = new InProcessTraceBus();
+      promptEvents = new InProcessPromptEventBus();
     }
+    const core = createCoreServices(dataSource, dialect, config, new SecretBox(secretKey), logger, promptEvents);
+    if (config.redisUrl) leaseClient = new Redis(config.redisUrl, { maxRetriesPerRequest: 3 });
+    const lease = leaseClient ? new RedisDetectorLease(leaseClient, databaseKey(config), Math.max(10_000, config.promptChangePollMs * 3)) : null;
+    detector = new PromptChangeDetector(dataSource, core.history, core.writeLock, logger, config.promptChangePollMs, lease);
     const runs = new RunService(
       dataSource,
       core.configurations,
@@ -107,16 +119,27 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
     if (config.seedExamples && (await seedExamples(services))) logger.info('seeded the example data set into the empty database');
     await runs.recoverInterrupted();
     runs.startHousekeeping();
+    detector.start();
 
-    return await listen(config, services, logger, bus);
+    const background = { promptEvents, detector, leaseClient };
+    return await listen(config, services, logger, bus, background);
   } catch (error) {
     await bus?.close();
+    await detector?.stop();
+    await promptEvents?.close();
+    leaseClient?.disconnect();
     await dataSource.destroy().catch(() => undefined);
     throw error;
   }
 }
 
-async function listen(config: AppConfig, services: Services, logger: Logger, bus: TraceBus): Promise<RunningServer> {
+interface PromptBackground {
+  promptEvents: PromptEventBus;
+  detector: PromptChangeDetector;
+  leaseClient: Redis | null;
+}
+
+async function listen(config: AppConfig, services: Services, logger: Logger, bus: TraceBus, background: PromptBackground): Promise<RunningServer> {
   const schema = await getSchema();
   const limits: QueryLimits = { maxDepth: config.maxQueryDepth, ...config.queryLimits };
   const validationRules = validationRulesFor(limits);
@@ -353,6 +376,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
     stop: () =>
       (stopping ??= (async () => {
         services.runs.stopHousekeeping();
+        await background.detector.stop();
         await services.runs.drain(true);
         logger.debug('runs drained; closing HTTP');
         await apollo.stop();
@@ -360,11 +384,19 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         logger.debug('HTTP closed; closing WebSockets');
         await new Promise<void>((resolve) => wsServer.close(() => resolve()));
         await bus.close();
+        await background.promptEvents.close();
+        background.leaseClient?.disconnect();
         logger.debug('closing the database');
         await services.dataSource.destroy();
         logger.info('stopped');
       })()),
   };
+}
+
+/** Names the database for Redis channels and locks: instances on one database share them, others never do. */
+export function databaseKey(config: AppConfig): string {
+  const identity = config.database.kind === 'sqlite' ? config.database.file : config.database.url.replace(/\/\/[^@]*@/, '//');
+  return crypto.createHash('sha256').update(identity).digest('hex').slice(0, 16);
 }
 
 const REQUEST_ID_PATTERN = /^[\w.:-]{1,100}$/;
