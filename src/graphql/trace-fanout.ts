@@ -22,7 +22,7 @@
  *    one write per message cost most of the CPU. So:
  *    - a socket that starts writing is corked until its subscriber's chain of
  *      work settles: the messages it has ready (a burst) leave in one write;
- *    - at most `budgetMs` of a turn goes to sockets starting to write; the
+ *    - at most `SOCKETS_PER_TURN` sockets start writing in one turn; the
  *      others wait, in arrival order, for the next turn — timers and I/O (the
  *      provider's answer, the database) run in between, so the loop never
  *      waits behind more than one slice of the fan-out;
@@ -36,7 +36,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import crypto from 'node:crypto';
-import { performance } from 'node:perf_hooks';
 import { createSourceEventStream, execute, print, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import { CloseCode, handleProtocols, makeServer, type FormattedExecutionResult, type ServerOptions } from 'graphql-ws';
 import type { WebSocket, WebSocketServer } from 'ws';
@@ -61,8 +60,8 @@ export interface SharedSubscribeOptions {
 export interface TraceFanoutOptions extends SharedSubscribeOptions {
   /** Server pings every this many ms; a client that does not answer within as long is dropped (0: off). */
   keepAliveMs?: number;
-  /** Longest part of an event-loop turn spent starting writes to sockets. */
-  turnBudgetMs?: number;
+  /** Sockets that may start writing in one event-loop turn (the rest wait for the next). */
+  socketsPerTurn?: number;
   /** Told of a failure inside the server's message handling (the socket is then closed with 4500). */
   onInternalError?: (error: unknown) => void;
 }
@@ -78,7 +77,7 @@ export function serveSubscriptions<P extends Record<PropertyKey, unknown>, E ext
   wsServer: WebSocketServer,
   fanout: TraceFanoutOptions,
 ): { dispose(): Promise<void> } {
-  const turns = new DeliveryTurns(fanout.turnBudgetMs ?? TURN_BUDGET_MS);
+  const turns = new DeliveryTurns(fanout.socketsPerTurn ?? SOCKETS_PER_TURN);
   const keepAliveMs = fanout.keepAliveMs ?? 12_000;
   const server = makeServer<P, SocketExtra & Partial<E>>({
     ...options,
@@ -141,8 +140,14 @@ export function serveSubscriptions<P extends Record<PropertyKey, unknown>, E ext
   };
 }
 
-/** Longest part of an event-loop turn spent starting writes to sockets (see DeliveryTurns). */
-const TURN_BUDGET_MS = 2;
+/**
+ * Sockets that may start writing in one event-loop turn (see DeliveryTurns):
+ * a subscriber's burst costs some 20–60 µs, so a turn's share of the fan-out
+ * stays within a few milliseconds. A count, not a clock: on a busy machine a
+ * clock budget mistook time spent descheduled for work and slowed to one
+ * socket per turn.
+ */
+const SOCKETS_PER_TURN = 48;
 /** Bytes a socket may have waiting before its sender waits for them to be written. */
 export const HELD_BYTES_LIMIT = 64 * 1024;
 
@@ -155,18 +160,15 @@ export class DeliveryTurns {
   private readonly writing = new Set<Socket>();
   /** Senders waiting for a later turn, in arrival order. */
   private readonly waiting: (() => void)[] = [];
-  private turnStartedAt = -1;
+  private turnOpen = false;
   private startedThisTurn = 0;
-  private lastFlushAt = 0;
   private flushQueued = false;
-  /** Measured time per socket started (its whole burst and its flush), ms. */
-  private costPerSocketMs = 0.02;
 
-  constructor(private readonly budgetMs: number) {}
+  constructor(private readonly socketsPerTurn: number) {}
 
   send(socket: WebSocket, tcp: Socket, data: string): Promise<void> {
     if (this.writing.has(tcp)) return write(socket, tcp, data);
-    if (this.waiting.length === 0 && this.withinBudget()) {
+    if (this.waiting.length === 0 && this.hasRoom()) {
       this.start(tcp);
       return write(socket, tcp, data);
     }
@@ -183,32 +185,23 @@ export class DeliveryTurns {
     return this.waiting.length;
   }
 
-  private withinBudget(): boolean {
-    const now = performance.now();
-    if (this.turnStartedAt < 0) {
-      this.openTurn(now);
-      return true;
-    }
-    return now - this.turnStartedAt < this.budgetMs;
+  private hasRoom(): boolean {
+    if (!this.turnOpen) this.openTurn();
+    return this.startedThisTurn < this.socketsPerTurn;
   }
 
-  private openTurn(now: number): void {
-    this.turnStartedAt = now;
+  private openTurn(): void {
+    this.turnOpen = true;
     this.startedThisTurn = 0;
     // Immediates queued now run in the next turn of the event loop, after its timers and I/O.
     setImmediate(this.nextTurn);
   }
 
   private readonly nextTurn = (): void => {
-    if (this.startedThisTurn > 0 && this.lastFlushAt > this.turnStartedAt) {
-      const measured = (this.lastFlushAt - this.turnStartedAt) / this.startedThisTurn;
-      this.costPerSocketMs = this.costPerSocketMs * 0.5 + measured * 0.5;
-    }
-    this.turnStartedAt = -1;
+    this.turnOpen = false;
     if (this.waiting.length === 0) return;
-    this.openTurn(performance.now());
-    const count = Math.max(1, Math.floor(this.budgetMs / Math.max(this.costPerSocketMs, 0.001)));
-    for (const wake of this.waiting.splice(0, count)) wake();
+    this.openTurn();
+    for (const wake of this.waiting.splice(0, this.socketsPerTurn)) wake();
   };
 
   private start(tcp: Socket): void {
@@ -230,7 +223,6 @@ export class DeliveryTurns {
     this.flushQueued = false;
     for (const tcp of this.writing) tcp.uncork();
     this.writing.clear();
-    this.lastFlushAt = performance.now();
   };
 }
 
