@@ -83,6 +83,27 @@ describe('DeliveryTurns', () => {
     }
   });
 
+  it('writes at most four messages of a socket at a time: the rest of its backlog waits for a later turn, behind new sockets', async () => {
+    const { peers, close } = await connect(2);
+    try {
+      const turns = new DeliveryTurns(1);
+      const [busy, other] = peers as [Peer, Peer];
+      for (let n = 1; n <= 4; n += 1) await turns.send(busy.socket, busy.tcp, `b${n}`);
+      const order: string[] = [];
+      const fifth = turns.send(busy.socket, busy.tcp, 'b5').then(() => order.push('b5'));
+      expect(turns.waitingCount).toBe(1);
+      // A socket that has not written yet waits too (one socket per turn here), but goes first.
+      const first = turns.send(other.socket, other.tcp, 'o1').then(() => order.push('o1'));
+      await Promise.all([fifth, first]);
+      expect(order).toEqual(['o1', 'b5']);
+      await settle();
+      expect(busy.received).toEqual(['b1', 'b2', 'b3', 'b4', 'b5']);
+      expect(other.received).toEqual(['o1']);
+    } finally {
+      await close();
+    }
+  });
+
   it('lets a sender go on at once while little is buffered, and makes it wait for the write once HELD_BYTES_LIMIT is', async () => {
     const { peers, close } = await connect(1);
     try {

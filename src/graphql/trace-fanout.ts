@@ -21,7 +21,10 @@
  *    wait behind the fan-out of the previous burst (tens of milliseconds), and
  *    one write per message cost most of the CPU. So:
  *    - a socket that starts writing is corked until its subscriber's chain of
- *      work settles: the messages it has ready (a burst) leave in one write;
+ *      work settles: the messages it has ready (a burst, up to
+ *      `MESSAGES_PER_SOCKET`) leave in one write; the rest of a longer backlog
+ *      waits behind the other sockets, so every step reaches all subscribers
+ *      about as evenly as when each is written on its own;
  *    - at most `SOCKETS_PER_TURN` sockets start writing in one turn; the
  *      others wait, in arrival order, for the next turn — timers and I/O (the
  *      provider's answer, the database) run in between, so the loop never
@@ -148,6 +151,12 @@ export function serveSubscriptions<P extends Record<PropertyKey, unknown>, E ext
  * socket per turn.
  */
 const SOCKETS_PER_TURN = 48;
+/**
+ * Messages a socket writes before it goes to the back of the line: a burst
+ * (a round's three or four steps) leaves in one write, while a subscriber
+ * with a longer backlog does not keep a step from the others for longer.
+ */
+const MESSAGES_PER_SOCKET = 4;
 /** Bytes a socket may have waiting before its sender waits for them to be written. */
 export const HELD_BYTES_LIMIT = 64 * 1024;
 
@@ -156,24 +165,35 @@ export const HELD_BYTES_LIMIT = 64 * 1024;
  * resolves when the sender may send its next message.
  */
 export class DeliveryTurns {
-  /** Sockets corked in the current chain of work; uncorked once it settles. */
-  private readonly writing = new Set<Socket>();
+  /** Sockets corked in the current chain of work, with the messages written to each; uncorked once it settles. */
+  private readonly writing = new Map<Socket, number>();
   /** Senders waiting for a later turn, in arrival order. */
   private readonly waiting: (() => void)[] = [];
+  /** Sockets that wrote their share in an earlier turn and have more: after every waiting sender. */
+  private readonly continuing: (() => void)[] = [];
   private turnOpen = false;
   private startedThisTurn = 0;
   private flushQueued = false;
 
-  constructor(private readonly socketsPerTurn: number) {}
+  constructor(
+    private readonly socketsPerTurn: number,
+    private readonly messagesPerSocket = MESSAGES_PER_SOCKET,
+  ) {}
 
   send(socket: WebSocket, tcp: Socket, data: string): Promise<void> {
-    if (this.writing.has(tcp)) return write(socket, tcp, data);
-    if (this.waiting.length === 0 && this.hasRoom()) {
+    const written = this.writing.get(tcp);
+    if (written !== undefined && written < this.messagesPerSocket) {
+      this.writing.set(tcp, written + 1);
+      return write(socket, tcp, data);
+    }
+    if (written === undefined && this.waiting.length === 0 && this.hasRoom()) {
       this.start(tcp);
       return write(socket, tcp, data);
     }
+    const line = written === undefined ? this.waiting : this.continuing;
+    if (!this.turnOpen) this.openTurn();
     return new Promise((resolve, reject) => {
-      this.waiting.push(() => {
+      line.push(() => {
         this.start(tcp);
         write(socket, tcp, data).then(resolve, reject);
       });
@@ -182,7 +202,7 @@ export class DeliveryTurns {
 
   /** Senders waiting for a later turn. */
   get waitingCount(): number {
-    return this.waiting.length;
+    return this.waiting.length + this.continuing.length;
   }
 
   private hasRoom(): boolean {
@@ -199,16 +219,19 @@ export class DeliveryTurns {
 
   private readonly nextTurn = (): void => {
     this.turnOpen = false;
-    if (this.waiting.length === 0) return;
+    if (this.waiting.length === 0 && this.continuing.length === 0) return;
     this.openTurn();
-    for (const wake of this.waiting.splice(0, this.socketsPerTurn)) wake();
+    const first = this.waiting.splice(0, this.socketsPerTurn);
+    const more = this.continuing.splice(0, this.socketsPerTurn - first.length);
+    for (const wake of first) wake();
+    for (const wake of more) wake();
   };
 
   private start(tcp: Socket): void {
     this.startedThisTurn += 1;
-    if (tcp.destroyed || this.writing.has(tcp)) return;
-    tcp.cork();
-    this.writing.add(tcp);
+    if (tcp.destroyed) return;
+    if (!this.writing.has(tcp)) tcp.cork();
+    this.writing.set(tcp, 1);
     if (!this.flushQueued) {
       this.flushQueued = true;
       // A tick queued from a microtask runs once every microtask queued so far, and
@@ -221,7 +244,7 @@ export class DeliveryTurns {
 
   private readonly flush = (): void => {
     this.flushQueued = false;
-    for (const tcp of this.writing) tcp.uncork();
+    for (const tcp of this.writing.keys()) tcp.uncork();
     this.writing.clear();
   };
 }
