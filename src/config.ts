@@ -39,6 +39,10 @@ export interface AppConfig {
   };
   /** HTTP requests allowed to wait for their turn; beyond that a request gets 503 with Retry-After. */
   maxQueuedRequests: number;
+  /** Bytes one provider call may answer (PROVIDER_MAX_RESPONSE_BYTES); beyond it the call fails with a clear error. */
+  providerMaxResponseBytes: number;
+  /** Seconds after which a run whose instance stopped renewing its lease is taken as orphaned (RUN_LEASE_SECONDS). */
+  runLeaseSeconds: number;
   /** How often the tables TYPO3 may write are checked for external changes (ms). */
   promptChangePollMs: number;
   /** Reads a provider key given as `env:NAME` at call time (behaviour.md §1). */
@@ -134,6 +138,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
       maxResponseBytes: integer('MAX_RESPONSE_BYTES', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     },
     maxQueuedRequests: integer('MAX_QUEUED_REQUESTS', 1000, 1, 1_000_000),
+    providerMaxResponseBytes: integer('PROVIDER_MAX_RESPONSE_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    runLeaseSeconds: integer('RUN_LEASE_SECONDS', 15, 3, 600),
     promptChangePollMs: integer('PROMPT_CHANGE_POLL_MS', 2000, 100, 8000),
     readEnv: (name) => env[name],
   };
