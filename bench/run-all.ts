@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runAdapterBench } from './adapter-overhead';
+import { formatMcpCall, runMcpCall } from './mcp-call';
 import { formatThroughput, runApiThroughput } from './api-throughput';
 import { formatRunsConcurrency, runRunsConcurrency } from './runs-concurrency';
 import { formatRunsFanout, runRunsFanout } from './runs-fanout';
@@ -42,6 +43,11 @@ async function main(): Promise<void> {
   const concurrency = formatRunsConcurrency(await runRunsConcurrency());
   console.log(concurrency);
   sections.push(`### Concurrent runs\n\n${concurrency}`);
+
+  console.log('== Remote MCP tool call');
+  const mcpCall = formatMcpCall(await runMcpCall());
+  console.log(mcpCall);
+  sections.push(`### A remote MCP tool call through the loop against the same call with the SDK client\n\n${mcpCall}`);
 
   const summary = sections.join('\n\n');
   const root = path.resolve(__dirname, '..', '..');

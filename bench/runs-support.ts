@@ -81,7 +81,7 @@ export function benchDialects(): BenchDialect[] {
 }
 
 /** The real server, in this process, on 127.0.0.1, port 0, logging nothing. */
-export async function startRunsServer(database: ScratchDatabase, options: ServerOptions = {}): Promise<RunningServer> {
+export async function startRunsServer(database: ScratchDatabase, options: ServerOptions = {}, env: Record<string, string> = {}): Promise<RunningServer> {
   const config = loadConfig({
     PORT: '0',
     HOST: '127.0.0.1',
@@ -90,6 +90,7 @@ export async function startRunsServer(database: ScratchDatabase, options: Server
     SECRET_KEY: 'bench-runs-secret-key-0123456789',
     SEED_EXAMPLES: 'false',
     LOG_LEVEL: 'silent',
+    ...env,
   });
   return createServer(config, { logger: pino({ level: 'silent' }), ...options });
 }

@@ -3,6 +3,7 @@
  * once, so a misconfigured start lists all of its problems in one message.
  */
 import path from 'node:path';
+import { parseAllowedHosts } from './shared/outbound-address';
 
 export type DatabaseConfig =
   | { kind: 'sqlite'; file: string; dataDirectory: string }
@@ -39,6 +40,10 @@ export interface AppConfig {
   };
   /** HTTP requests allowed to wait for their turn; beyond that a request gets 503 with Retry-After. */
   maxQueuedRequests: number;
+  /** Hosts an administrator-configured target (MCP server, webhook) may use although they resolve to a non-public address. */
+  webhookAllowedHosts: string[];
+  /** How long one MCP request (a tool call, one page of an import) may take. */
+  mcpTimeoutMs: number;
   /** Bytes one provider call may answer (PROVIDER_MAX_RESPONSE_BYTES); beyond it the call fails with a clear error. */
   providerMaxResponseBytes: number;
   /** Seconds after which a run whose instance stopped renewing its lease is taken as orphaned (RUN_LEASE_SECONDS). */
@@ -138,6 +143,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
       maxResponseBytes: integer('MAX_RESPONSE_BYTES', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     },
     maxQueuedRequests: integer('MAX_QUEUED_REQUESTS', 1000, 1, 1_000_000),
+    webhookAllowedHosts: parseAllowedHosts(env.WEBHOOK_ALLOWED_HOSTS),
+    mcpTimeoutMs: integer('MCP_TIMEOUT_MS', 30_000, 100, 600_000),
     providerMaxResponseBytes: integer('PROVIDER_MAX_RESPONSE_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     runLeaseSeconds: integer('RUN_LEASE_SECONDS', 15, 3, 600),
     promptChangePollMs: integer('PROMPT_CHANGE_POLL_MS', 2000, 100, 8000),

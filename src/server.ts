@@ -38,6 +38,7 @@ import { createDatabaseSnippetSource } from './runs/database-snippet-source';
 import { createBuiltinToolRegistry } from './runs/tools/builtin-tools';
 import { InProcessTraceBus, RedisTraceBus, type TraceBus } from './runs/trace-bus';
 import { seedExamples } from './seed';
+import { createMcpFeature } from './mcp';
 import Redis from 'ioredis';
 import { PromptChangeDetector, RedisDetectorLease } from './prompt-history/change-detector';
 import { InProcessPromptEventBus, type PromptEventBus, RedisPromptEventBus } from './prompt-history/prompt-event-bus';
@@ -96,10 +97,13 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
       bus = new InProcessTraceBus();
       promptEvents = new InProcessPromptEventBus();
     }
-    const core = createCoreServices(dataSource, dialect, config, new SecretBox(secretKey), logger, promptEvents);
+    const secrets = new SecretBox(secretKey);
+    const core = createCoreServices(dataSource, dialect, config, secrets, logger, promptEvents);
     if (config.redisUrl) leaseClient = new Redis(config.redisUrl, { maxRetriesPerRequest: 3 });
     const lease = leaseClient ? new RedisDetectorLease(leaseClient, databaseKey(config), Math.max(10_000, config.promptChangePollMs * 3)) : null;
     detector = new PromptChangeDetector(dataSource, core.history, core.writeLock, logger, config.promptChangePollMs, lease);
+    const toolRegistry = createBuiltinToolRegistry(createDatabaseSnippetSource(core.snippets));
+    const mcp = createMcpFeature(dataSource, config, secrets, logger, () => toolRegistry.list().map((tool) => tool.name));
     const runs = new RunService(
       dataSource,
       core.configurations,
@@ -107,12 +111,12 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
       core.providers,
       core.snippets,
       core.skills,
-      createBuiltinToolRegistry(createDatabaseSnippetSource(core.snippets)),
+      toolRegistry,
       bus,
       logger,
-      { watcherQueueSize: 256, leaseSeconds: config.runLeaseSeconds, providerMaxResponseBytes: config.providerMaxResponseBytes, ...options.runs },
+      { watcherQueueSize: 256, leaseSeconds: config.runLeaseSeconds, providerMaxResponseBytes: config.providerMaxResponseBytes, externalTools: mcp.toolSource, ...options.runs },
     );
-    const services: Services = { ...core, runs };
+    const services: Services = { ...core, runs, mcp: mcp.service };
 
     const generated = await core.tokens.bootstrap(config.adminToken);
     if (generated) options.onBootstrapToken?.(generated);
@@ -386,6 +390,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         await bus.close();
         await background.promptEvents.close();
         background.leaseClient?.disconnect();
+        await services.mcp.close();
         logger.debug('closing the database');
         await services.dataSource.destroy();
         logger.info('stopped');

@@ -7,6 +7,7 @@ import type { AppConfig } from './config';
 import { ConfigurationService } from './configurations/configuration.service';
 import type { Dialect } from './db/data-source';
 import type { Logger } from './logger';
+import type { McpService } from './mcp/mcp.service';
 import { ModelService } from './providers/model.service';
 import type { PromptEventBus } from './prompt-history/prompt-event-bus';
 import { PromptHistoryService } from './prompt-history/prompt-history.service';
@@ -34,9 +35,10 @@ export interface Services {
   /** Serialises writes per table in this process (identifier checks, version numbers). */
   writeLock: KeyedMutex;
   runs: RunService;
+  mcp: McpService;
 }
 
-export type CoreServices = Omit<Services, 'runs'>;
+export type CoreServices = Omit<Services, 'runs' | 'mcp'>;
 
 export function createCoreServices(dataSource: DataSource, dialect: Dialect, config: AppConfig, secrets: SecretBox, logger: Logger, promptEvents: PromptEventBus): CoreServices {
   const writeLock = new KeyedMutex();

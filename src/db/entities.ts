@@ -1,6 +1,9 @@
 import { ApiTokenEntity } from '../auth/api-token.entity';
 import { ConfigurationSkillEntity } from '../configurations/configuration-skill.entity';
 import { ConfigurationEntity } from '../configurations/configuration.entity';
+import { McpCredentialEntity } from '../mcp/mcp-credential.entity';
+import { McpServerEntity } from '../mcp/mcp-server.entity';
+import { McpToolEntity } from '../mcp/mcp-tool.entity';
 import { PromptVersionEntity } from '../prompt-history/prompt-version.entity';
 import { ModelPriceEntity } from '../providers/model-price.entity';
 import { ModelEntity } from '../providers/model.entity';
@@ -21,9 +24,11 @@ export const typo3Entities = [
   SkillEntity,
   AgentRunEntity,
   AgentRunEventEntity,
+  McpServerEntity,
+  McpToolEntity,
 ];
 
 /** The service's own tables (`promptwire_*`). */
-export const ownEntities = [ApiTokenEntity, ModelPriceEntity, RunLeaseEntity, PromptVersionEntity];
+export const ownEntities = [ApiTokenEntity, ModelPriceEntity, RunLeaseEntity, PromptVersionEntity, McpCredentialEntity];
 
 export const allEntities = [...typo3Entities, ...ownEntities];

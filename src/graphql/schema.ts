@@ -3,6 +3,7 @@ import { createPubSub } from '@graphql-yoga/subscription';
 import { buildSchema } from 'type-graphql';
 import { ApiTokenResolver } from '../auth/api-token.resolver';
 import { ConfigurationResolver } from '../configurations/configuration.resolver';
+import { McpServerResolver } from '../mcp/mcp.resolver';
 import { PromptHistoryResolver } from '../prompt-history/prompt-history.resolver';
 import { ModelResolver, ProviderResolver } from '../providers/provider.resolver';
 import { RunResolver } from '../runs/run.resolver';
@@ -10,7 +11,7 @@ import { SkillResolver } from '../skills/skill.resolver';
 import { SnippetResolver } from '../snippets/snippet.resolver';
 import { authChecker } from './auth-checker';
 
-export const resolvers = [SnippetResolver, ProviderResolver, ModelResolver, ConfigurationResolver, SkillResolver, ApiTokenResolver, RunResolver, PromptHistoryResolver] as const;
+export const resolvers = [SnippetResolver, ProviderResolver, ModelResolver, ConfigurationResolver, SkillResolver, ApiTokenResolver, RunResolver, PromptHistoryResolver, McpServerResolver] as const;
 
 /**
  * The schema is built from the resolver classes; `schema.graphql` is its committed print.

@@ -43,8 +43,8 @@ export class RunResolver {
 
   @Authorized(Role.VIEWER)
   @Query(() => [ToolInfo], { description: 'Tools a run can offer: name, description, JSON schema, enabled by default.' })
-  tools(@Ctx() { services }: GraphQLContext): ToolInfo[] {
-    return services.runs.toolRegistry.list();
+  async tools(@Ctx() { services }: GraphQLContext): Promise<ToolInfo[]> {
+    return services.runs.listTools();
   }
 
   @FieldResolver(() => [RunStep], { description: 'Stored steps after the given sequence; the last of a finished run is END.' })

@@ -25,7 +25,7 @@ import type { EndStep, RunDelta, RunStep } from './engine/run-step';
 import type { SkillInput } from './engine/skill-block';
 import { BoundedQueue } from './bounded-queue';
 import { RunStore } from './run-store';
-import type { ToolRegistry } from './tools/tool-registry';
+import type { ExternalToolSource, ToolInfo, ToolRegistry } from './tools/tool-registry';
 import type { StoredStep, TraceBus } from './trace-bus';
 
 export interface StartRunRequest {
@@ -71,6 +71,8 @@ export interface RunServiceOptions {
   storeRetryDelaysMs?: readonly number[];
   /** Builds the adapter for a provider; tests swap in scripted ones. */
   adapterFactory?: (settings: ReturnType<ProviderService['settingsFor']>) => ChatAdapter;
+  /** Tools beyond the built-ins (MCP servers'), read for each run whose allow-list names one. */
+  externalTools?: ExternalToolSource;
 }
 
 interface ActiveRun {
@@ -114,6 +116,13 @@ export class RunService {
     return this.tools;
   }
 
+  /** Every tool a run can name: the built-ins, then the external ones whose names no built-in has. */
+  async listTools(): Promise<ToolInfo[]> {
+    const builtin = this.tools.list();
+    const external = this.options.externalTools ? await this.options.externalTools.list() : [];
+    return [...builtin, ...external.filter((tool) => !this.tools.has(tool.name))];
+  }
+
   /** Validates everything, stores the run as QUEUED, and starts the loop without waiting for it. */
   async start(request: StartRunRequest, caller: Caller): Promise<RunView> {
     const captureRaw = request.captureRaw === true;
@@ -130,8 +139,10 @@ export class RunService {
       throw new BadUserInputError('temperature must be between 0 and 2', 'temperature');
     }
     if (request.maxRounds != null && !Number.isInteger(request.maxRounds)) throw new BadUserInputError('maxRounds must be a whole number (it is clamped to 1..20)', 'maxRounds');
+    // External tools are only read (and only reach their servers) for a run that names one.
+    const tools = request.tools?.some((name) => !this.tools.has(name)) && this.options.externalTools ? this.tools.withExternal(await this.options.externalTools.toolsForRun()) : this.tools;
     if (request.tools) {
-      const unknown = this.tools.unknownNames(request.tools);
+      const unknown = tools.unknownNames(request.tools);
       if (unknown.length > 0) {
         throw new BadUserInputError(`Unknown tool(s): ${unknown.join(', ')}. The tools query lists what exists.`, 'tools');
       }
@@ -178,7 +189,7 @@ export class RunService {
       configurationSkills: (skillMap.get(configuration.uid) ?? []).map(toSkillInput),
       forcedSkills: forcedSkills.map(toSkillInput),
       prompt,
-      tools: { registry: this.tools, allowList: request.tools ?? undefined },
+      tools: { registry: tools, allowList: request.tools ?? undefined },
       maxRounds: request.maxRounds ?? undefined,
       captureRaw,
       dryRun,

@@ -150,6 +150,48 @@ const TABLES: Record<string, { columns: string[]; keys: string[]; uid?: boolean 
     ],
     keys: ['run_sequence (run, sequence)'],
   },
+  // nr_llm's ext_tables.sql, as written there (no TYPO3 language or versioning columns).
+  tx_nrllm_mcp_server: {
+    columns: [
+      "pid int(11) DEFAULT '0' NOT NULL",
+      "identifier varchar(32) DEFAULT '' NOT NULL",
+      "name varchar(255) DEFAULT '' NOT NULL",
+      'description text',
+      "url varchar(2048) DEFAULT '' NOT NULL",
+      "auth_credential varchar(64) DEFAULT '' NOT NULL",
+      "auth_placement varchar(32) DEFAULT 'bearer' NOT NULL",
+      "auth_header_name varchar(190) DEFAULT '' NOT NULL",
+      "data_class varchar(32) DEFAULT '' NOT NULL",
+      "requires_approval tinyint(1) DEFAULT '1' NOT NULL",
+      "enabled tinyint(1) DEFAULT '0' NOT NULL",
+      "import_status varchar(20) DEFAULT 'never_imported' NOT NULL",
+      'import_error text',
+      "last_imported int(11) unsigned DEFAULT '0' NOT NULL",
+      "tool_count int(11) unsigned DEFAULT '0' NOT NULL",
+      "last_contact int(11) unsigned DEFAULT '0' NOT NULL",
+      "last_latency_ms int(11) unsigned DEFAULT '0' NOT NULL",
+      "tstamp int(11) unsigned DEFAULT '0' NOT NULL",
+      "crdate int(11) unsigned DEFAULT '0' NOT NULL",
+      "deleted tinyint(4) unsigned DEFAULT '0' NOT NULL",
+      "hidden tinyint(4) unsigned DEFAULT '0' NOT NULL",
+    ],
+    keys: ['parent (pid)', 'identifier (identifier)'],
+  },
+  tx_nrllm_mcp_tool: {
+    columns: [
+      "pid int(11) DEFAULT '0' NOT NULL",
+      "server int(11) unsigned DEFAULT '0' NOT NULL",
+      "tool_name varchar(190) DEFAULT '' NOT NULL",
+      "remote_name varchar(190) DEFAULT '' NOT NULL",
+      'description text',
+      'input_schema mediumtext',
+      'remote_annotations text',
+      "orphaned tinyint(1) DEFAULT '0' NOT NULL",
+      "tstamp int(11) unsigned DEFAULT '0' NOT NULL",
+      "crdate int(11) unsigned DEFAULT '0' NOT NULL",
+    ],
+    keys: ['parent (pid)', 'server (server)', 'UNIQUE tool_name (tool_name)'],
+  },
 };
 
 /** Creates the TYPO3 tables, optionally leaving out some columns (`omit: ['table.column']`). */
@@ -158,17 +200,19 @@ export async function createTypo3Tables(database: TestDatabase, omit: string[] =
     const columns = spec.columns.filter((column) => !omit.includes(`${table}.${column.split(' ')[0]}`));
     if (database.dialect === 'mysql') {
       const uid = spec.uid === false ? [] : ['uid int(11) unsigned NOT NULL auto_increment'];
-      const keys = [...(spec.uid === false ? [] : ['PRIMARY KEY (uid)']), ...spec.keys.map((key) => `KEY ${key}`)];
+      const keys = [...(spec.uid === false ? [] : ['PRIMARY KEY (uid)']), ...spec.keys.map((key) => (key.startsWith('UNIQUE ') ? `UNIQUE KEY ${key.slice(7)}` : `KEY ${key}`))];
       await database.query(`CREATE TABLE ${table} (${[...uid, ...columns, ...keys].join(', ')}) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`);
     } else {
       // Doctrine's SQLite platform writes "INTEGER UNSIGNED" where MySQL has "int(11) unsigned".
       const sqliteColumns = columns.map((column) => column.replace(/(\w+)\(\d+\) unsigned/, (_m, type: string) => `${type.toUpperCase()} UNSIGNED`));
       const uid = spec.uid === false ? [] : ['uid INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL'];
       await database.query(`CREATE TABLE ${table} (${[...uid, ...sqliteColumns].join(', ')})`);
-      for (const key of spec.keys) {
+      for (const declared of spec.keys) {
+        const unique = declared.startsWith('UNIQUE ');
+        const key = unique ? declared.slice(7) : declared;
         const name = key.slice(0, key.indexOf(' '));
         const list = key.slice(key.indexOf(' ') + 1);
-        await database.query(`CREATE INDEX ${table}_${name} ON ${table} ${list}`);
+        await database.query(`CREATE ${unique ? 'UNIQUE ' : ''}INDEX ${table}_${name} ON ${table} ${list}`);
       }
     }
   }

@@ -27,6 +27,8 @@ export interface ToolRegistration {
   parameters: Record<string, unknown>;
   /** Offered when a run names no allow-list. */
   enabledByDefault: boolean;
+  /** A person must approve each call before it runs (an MCP server's tools, unless its operator said otherwise). */
+  requiresApproval?: boolean;
   /**
    * Runs the tool with schema-valid arguments and answers the text the model
    * reads. Throwing `ToolInputError` gives the model that error's message;
@@ -42,6 +44,7 @@ export interface ToolInfo {
   description: string;
   parameters: Record<string, unknown>;
   enabledByDefault: boolean;
+  requiresApproval: boolean;
 }
 
 /**
@@ -56,9 +59,28 @@ export class ToolInputError extends Error {
   }
 }
 
+/** A tool from outside the code (an MCP server's), with the argument check its source compiled. */
+export interface ExternalTool {
+  registration: ToolRegistration;
+  validate: ValidateFunction;
+}
+
+/**
+ * Where a run finds tools beyond the built-ins. Read for each run that names
+ * one, because administrators change them at any time.
+ */
+export interface ExternalToolSource {
+  /** The tools, built for one run (per-run limits live in their `execute`). */
+  toolsForRun(): Promise<ExternalTool[]>;
+  /** The same tools, as the `tools` query lists them. */
+  list(): Promise<ToolInfo[]>;
+}
+
 export type ArgumentCheck = { ok: true; args: Record<string, unknown> } | { ok: false; message: string };
 
 const TOOL_NAME_PATTERN = /^[a-z0-9_-]{1,64}$/;
+/** What the function-calling APIs accept; remote tool names may use upper case. */
+const EXTERNAL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 
 interface RegisteredTool {
   registration: ToolRegistration;
@@ -84,6 +106,23 @@ export class ToolRegistry {
     this.tools.set(tool.name, { registration: tool, validate });
   }
 
+  /**
+   * This registry plus external tools, for one run. A name a registered tool
+   * already has keeps the registered tool (built-ins win); the external one
+   * is dropped.
+   */
+  withExternal(external: readonly ExternalTool[]): ToolRegistry {
+    if (external.length === 0) return this;
+    const registry = new ToolRegistry();
+    for (const [name, tool] of this.tools) registry.tools.set(name, tool);
+    for (const tool of external) {
+      if (!registry.tools.has(tool.registration.name) && EXTERNAL_NAME_PATTERN.test(tool.registration.name)) {
+        registry.tools.set(tool.registration.name, tool);
+      }
+    }
+    return registry;
+  }
+
   has(name: string): boolean {
     return this.tools.has(name);
   }
@@ -99,6 +138,7 @@ export class ToolRegistry {
       description: registration.description,
       parameters: registration.parameters,
       enabledByDefault: registration.enabledByDefault,
+      requiresApproval: registration.requiresApproval === true,
     }));
   }
 
