@@ -35,9 +35,9 @@ async function main(): Promise<void> {
   sections.push(`### Agent loop overhead per round (zero-latency provider)\n\n${loop}`);
 
   console.log('== Trace fan-out');
-  const fanout = formatRunsFanout([...(await runRunsFanout(undefined, undefined, undefined, 'library')), ...(await runRunsFanout(undefined, undefined, undefined, 'lean'))]);
+  const fanout = formatRunsFanout((await runRunsFanout()).rows);
   console.log(fanout);
-  sections.push(`### runTrace fan-out to graphql-ws subscribers\n\n${fanout}`);
+  sections.push(`### runTrace fan-out to 1 – 1,000 graphql-ws clients against a bare graphql-ws useServer baseline\n\n${fanout}`);
 
   console.log('== Concurrent runs');
   const concurrency = formatRunsConcurrency(await runRunsConcurrency());

@@ -1,158 +1,76 @@
 /**
- * Live-trace fan-out: SUBSCRIBERS graphql-ws clients (default 1,000, each its
- * own socket to 127.0.0.1, opened in batches of 50) watch one run's runTrace.
+ * Live-trace fan-out as a client sees it: the same run watched by 1, 10, 100
+ * and 1,000 graphql-ws clients, served by the service and by a bare
+ * graphql-ws `useServer` baseline, in the same run, in alternating order.
  *
- * The server runs in this process (SQLite, scripted adapter through
- * options.runs.adapterFactory); the clients run in a child process
- * (runs-fanout-clients.js), so this process's memory is the server's alone.
+ * Processes: this orchestrator; the service (runs-fanout-service.js: the
+ * real server, SQLite, a scripted provider answering each call DELAY_MS after
+ * it is made, ROUNDS rounds with a calculator call in each but the last); the
+ * baseline (runs-fanout-baseline.js: graphql-ws's useServer over a plain
+ * in-memory step list, serving the service's own steps with the same provider
+ * timing and the service's unwatched step timing); and, per measurement, the
+ * clients (runs-fanout-clients.js: SUBSCRIBERS sockets to 127.0.0.1, lean
+ * graphql-transport-ws clients, or the graphql-ws client library with
+ * FANOUT_CLIENT=library). Every process's clock is related to this one's over
+ * IPC (the sample with the smallest round trip).
  *
- * The run: ROUNDS rounds (default 10), the model asks for one calculator call
- * in each but the last and answers after DELAY_MS (default 5 ms) per call —
- * 40 steps. Its first call waits on a gate: steps 1–2 (CONTEXT, REQUEST of
- * round 1) are stored before any client subscribes and reach them as replay;
- * a client that has them is subscribed live. Once all are, the idle memory is
- * taken, then the gate opens and the remaining steps are streamed.
+ * A measurement (one server, one audience size): the clients connect and
+ * watch a warm-up run to its end (not counted), then RUNS_AT(size) measured
+ * runs one after the other (20 at 1, 8 at 10, 3 at 100, 1 at 1,000 — enough
+ * deliveries to count), each subscribed while held before its first provider
+ * call and then let go. Figures:
+ * - provider answer → receipt: for every delivery of a live step,
+ *   t(client received it) − t(the answer it follows was due); the due time is
+ *   when the provider's answer was ready (call start + DELAY_MS), so a server
+ *   that handles the answer late, e.g. behind the fan-out of the previous
+ *   burst, pays for it here;
+ * - spread: per live step, last subscriber's receipt − first subscriber's;
+ * - CPU per delivery: the server process's CPU from letting a run go to its
+ *   last delivery, minus the same run's CPU with no watcher (9 unwatched runs
+ *   measured in the same turn), medians per run, divided by a run's deliveries;
+ * - memory per subscriber: Δ(heapUsed + external) of the server process with
+ *   the clients subscribed and idle, after gc, / clients (100 and 1,000 only);
+ * - answer → stored step: t(first step after an answer published) − t(answer
+ *   due), on the server; the loop's next step waiting behind the fan-out shows here.
+ * Every measurement is repeated TURNS times (default 3); the tables show the
+ * median turn of every figure and of every ratio (service ÷ baseline, per turn).
  *
- * The clients are lean graphql-transport-ws clients (default), or the
- * graphql-ws client library (FANOUT_CLIENT=library; `npm run bench` measures
- * both). All 1,000 share one process on the server's machine, so the cost of
- * the client code shows in the latency; the server's work is the same.
- *
- * Before it, the same clients watch a warm-up run with the same script to
- * its end over the same sockets (what is measured is the steady state, not
- * the first JIT compilation of the delivery path); nothing of it is counted.
- *
- * Latency of a delivery = t(client received the step) − t(step published),
- * where t(published) is when a listener this benchmark subscribed to the
- * server's in-process TraceBus (before any client) is called — the bus calls
- * listeners synchronously inside publish, right after the step is stored.
- * Both clocks are epoch ms from performance.timeOrigin + performance.now();
- * the child's offset is estimated over IPC (the sample with the smallest
- * round trip) and removed. Only steps published after the gate (live
- * deliveries, not replay) count: p50/p99 over all of them.
- *
- * Memory per idle subscriber = (heapUsed + external with the clients
- * connected, subscribed and idle − the same before the child started) / clients,
- * both after global.gc() (run node with --expose-gc).
- *
- * Also reported: server CPU per live delivery (process.cpuUsage of this
- * process from gate to last delivery, divided by deliveries; includes the
- * run's own work, which is small beside the fan-out).
- *
- * Targets: p99 < 100 ms, < 50 kB per idle subscriber.
- *
- * Run: `npx tsc -p tsconfig.build.json && NODE_ENV=production node --expose-gc dist/bench/runs-fanout.js`
- * (SUBSCRIBERS, ROUNDS, DELAY_MS override 1000 / 10 / 5.)
+ * Run: `npm run build && NODE_ENV=production node dist/bench/runs-fanout.js`
+ * (SIZES=1,10,100,1000 TURNS=3 ROUNDS=10 DELAY_MS=5 FANOUT_CLIENT=lean|library).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { createScriptedAdapter, type ScriptedReply } from '../src/runs/engine/scripted-adapter';
-import type { StoredStep } from '../src/runs/trace-bus';
 import { round, writeResult } from './bench-support';
-import {
-  BENCH_CALLER,
-  RUNS_BENCH_TOKEN,
-  createScratchDatabase,
-  epochMs,
-  markdownTable,
-  seedRunConfiguration,
-  sleep,
-  startRunsServer,
-  stats,
-  traceBusOf,
-  withDeadline,
-  type Stats,
-} from './runs-support';
+import { epochMs, type Reply, type Request, type RunPlan, type RunRecord } from './runs-fanout-protocol';
+import { markdownTable, percentile, sleep, withDeadline } from './runs-support';
 
-const P99_TARGET_MS = 100;
-const MEMORY_TARGET_KB = 50;
+const P99_ABSOLUTE_TARGET_MS = 100;
 
-/** The clients: the graphql-ws client library, or lean graphql-transport-ws clients (see runs-fanout-clients.ts). */
-export type FanoutClient = 'library' | 'lean';
+type Kind = 'service' | 'baseline';
 
-export interface FanoutRow {
-  client: FanoutClient;
-  subscribers: number;
-  subscribed: number;
-  rounds: number;
-  delayMs: number;
-  steps: number;
-  /** Steps published after the gate (live). */
-  liveSteps: number;
-  deliveriesExpected: number;
-  deliveriesReceived: number;
-  completedClients: number;
-  clientErrors: string[];
-  /** Live deliveries, ms. */
-  latency: Stats;
-  /** Per live step: the latency of the last subscriber to get it, ms. */
-  lastSubscriberPerStep: Stats;
-  p99Target: number;
-  /** Time from the gate to the END step published / to the last delivery, ms. */
-  runMs: number;
-  lastDeliveryMs: number;
-  serverCpuUsPerDelivery: number;
-  /** The client process's CPU (all 1,000 clients) per live delivery, µs. */
-  clientCpuUsPerDelivery: number;
-  /** (heapUsed + external) delta per idle subscriber, kB. */
-  memoryPerSubscriberKb: number;
-  heapPerSubscriberKb: number;
-  externalPerSubscriberKb: number;
-  rssPerSubscriberKb: number;
-  memoryTargetKb: number;
-  openMs: number;
-  clockOffsetMs: number;
-  clockUncertaintyMs: number;
-}
-
-interface ChildMessage {
+interface ClientMessage {
   type: string;
   id?: number;
   t?: number;
   ready?: number;
   failed?: number;
-  openMs?: number;
   errors?: (string | null)[];
   received?: number[][];
   completed?: number;
-  clientCpuMs?: number;
 }
 
-interface Held {
-  opened: Promise<void>;
-  open(): void;
-  wasReached: Promise<void>;
-  reached(): void;
-}
-
-function held(): Held {
-  let open!: () => void;
-  let reached!: () => void;
-  const opened = new Promise<void>((resolve) => (open = resolve));
-  const wasReached = new Promise<void>((resolve) => (reached = resolve));
-  return { opened, open, wasReached, reached };
-}
-
-function gc(): void {
-  const collect = (globalThis as { gc?: () => void }).gc;
-  if (!collect) throw new Error('global.gc is missing: run node with --expose-gc');
-  collect();
-  collect();
-}
-
-function memory(): { heap: number; external: number; rss: number } {
-  gc();
-  const usage = process.memoryUsage();
-  return { heap: usage.heapUsed, external: usage.external, rss: usage.rss };
-}
-
-class ChildLink {
-  private readonly waiting = new Map<string, (message: ChildMessage) => void>();
-  private readonly inbox: ChildMessage[] = [];
+/** A forked process that answers requests over IPC, one kind of reply at a time. */
+class Link<M extends { type: string; id?: number }> {
+  private readonly waiting = new Map<string, (message: M) => void>();
+  private readonly inbox: M[] = [];
   private exited: string | null = null;
+  offset = 0;
 
-  constructor(readonly child: ChildProcess) {
-    child.on('message', (message: ChildMessage) => {
+  constructor(
+    readonly name: string,
+    readonly child: ChildProcess,
+  ) {
+    child.on('message', (message: M) => {
       const key = message.type === 'clock' ? `clock:${message.id}` : message.type;
       const resolve = this.waiting.get(key);
       if (resolve) {
@@ -163,220 +81,382 @@ class ChildLink {
       }
     });
     child.once('exit', (code) => {
-      this.exited = `the client process exited with ${code}`;
-      for (const [, resolve] of this.waiting) resolve({ type: 'exit' });
+      this.exited = `${name} exited with ${code}`;
+      for (const [, resolve] of this.waiting) resolve({ type: 'exit' } as M);
       this.waiting.clear();
     });
   }
 
-  next(type: string, timeoutMs: number): Promise<ChildMessage> {
+  next(type: string, timeoutMs = 300_000): Promise<M> {
     const index = this.inbox.findIndex((m) => m.type === type);
     if (index >= 0) return Promise.resolve(this.inbox.splice(index, 1)[0]!);
     if (this.exited) return Promise.reject(new Error(this.exited));
-    const message = new Promise<ChildMessage>((resolve) => this.waiting.set(type, resolve)).then((m) => {
-      if (m.type === 'exit') throw new Error(this.exited ?? 'the client process exited');
+    const message = new Promise<M>((resolve) => this.waiting.set(type, resolve)).then((m) => {
+      if (m.type === 'exit') throw new Error(this.exited ?? `${this.name} exited`);
       return m;
     });
-    return withDeadline(message, timeoutMs, `the client process's "${type}" message`);
+    return withDeadline(message, timeoutMs, `${this.name}'s "${type}" message`);
   }
 
-  /** Offset of the child's clock (child − parent) from the fastest of `samples` round trips. */
-  async clockOffset(samples = 40): Promise<{ offset: number; uncertainty: number }> {
+  send(message: unknown): void {
+    this.child.send(message as object);
+  }
+
+  /** Sets `offset` (child clock − this clock) from the fastest of `samples` round trips. */
+  async syncClock(samples = 40): Promise<void> {
     let best = { rtt: Number.POSITIVE_INFINITY, offset: 0 };
     for (let id = 0; id < samples; id += 1) {
       const sent = epochMs();
-      const reply = withDeadline(
-        new Promise<ChildMessage>((resolve) => this.waiting.set(`clock:${id}`, resolve)),
-        5_000,
-        'a clock reply',
-      );
-      this.child.send({ type: 'clock', id });
-      const message = await reply;
+      const reply = withDeadline(new Promise<M>((resolve) => this.waiting.set(`clock:${id}`, resolve)), 5_000, 'a clock reply');
+      this.send({ type: 'clock', id });
+      const message = (await reply) as M & { t?: number };
       const back = epochMs();
       if (back - sent < best.rtt) best = { rtt: back - sent, offset: (message.t ?? 0) - (sent + back) / 2 };
     }
-    return { offset: best.offset, uncertainty: best.rtt / 2 };
+    this.offset = best.offset;
+  }
+
+  async exit(): Promise<void> {
+    if (this.child.exitCode !== null) return;
+    const exited = new Promise((resolve) => this.child.once('exit', resolve));
+    this.send({ type: 'exit' });
+    await Promise.race([exited, sleep(10_000)]);
+    if (this.child.exitCode === null) this.child.kill('SIGTERM');
   }
 }
 
-export async function runRunsFanout(
-  subscribers = Number(process.env.SUBSCRIBERS ?? 1000),
-  rounds = Number(process.env.ROUNDS ?? 10),
-  delayMs = Number(process.env.DELAY_MS ?? 5),
-  client: FanoutClient = process.env.FANOUT_CLIENT === 'library' ? 'library' : 'lean',
-): Promise<FanoutRow[]> {
-  if (!Number.isInteger(subscribers) || subscribers < 1 || subscribers > 5000) throw new Error('SUBSCRIBERS must be 1..5000');
-  if (!Number.isInteger(rounds) || rounds < 5 || rounds > 20) throw new Error('ROUNDS must be 5..20 (at least 20 steps)');
-  gc();
-  const database = await createScratchDatabase('sqlite');
-  // Two runs with the same script, each held at its first provider call by its own
-  // gate: a warm-up run the clients watch first, then the measured one.
-  const gates = [held(), held()];
-  let started = 0;
-  const script = (gate: Held): ScriptedReply[] => {
-    const replies: ScriptedReply[] = [];
-    for (let r = 1; r <= rounds; r += 1) {
-      const answer =
-        r < rounds
-          ? { toolCalls: [{ name: 'calculator', arguments: { expression: `${r} * 21` } }], usage: [100 + 20 * r, 12] as const, delayMs }
-          : { content: 'Every intermediate value is computed.', usage: [100 + 20 * r, 12] as const, delayMs };
-      replies.push(
-        r === 1
-          ? async () => {
-              gate.reached();
-              await gate.opened;
-              return answer;
-            }
-          : answer,
-      );
-    }
-    return replies;
-  };
-  const server = await startRunsServer(database, { runs: { adapterFactory: () => createScriptedAdapter(script(gates[started++] ?? held())) } });
-  const [warmGate, gate] = gates as [Held, Held];
-  let child: ChildProcess | null = null;
+type ServerLink = Link<Reply>;
+
+async function startServer(script: string, env: Record<string, string>): Promise<{ link: ServerLink; wsUrl: string; token: string }> {
+  const child = fork(path.join(__dirname, script), [], {
+    env: { ...process.env, NODE_ENV: 'production', ...env },
+    execArgv: ['--expose-gc'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const link = new Link<Reply>(script, child);
+  const ready = (await link.next('ready', 120_000)) as Extract<Reply, { type: 'ready' }>;
+  await link.syncClock();
+  return { link, wsUrl: ready.wsUrl, token: ready.token };
+}
+
+function request<T extends Reply['type']>(link: ServerLink, message: Request, replyType: T): Promise<Extract<Reply, { type: T }>> {
+  const reply = link.next(replyType);
+  link.send(message);
+  return reply as Promise<Extract<Reply, { type: T }>>;
+}
+
+/** One server watched by `size` clients: the raw figures of one turn. */
+export interface Measurement {
+  kind: Kind;
+  size: number;
+  runs: number;
+  deliveriesExpected: number;
+  deliveriesReceived: number;
+  errors: string[];
+  latencyP50: number;
+  latencyP99: number;
+  spreadP50: number;
+  spreadP99: number;
+  cpuUsPerDelivery: number;
+  memoryKbPerSubscriber: number | null;
+  storedDelayP50: number;
+  storedDelayP99: number;
+}
+
+interface Reference {
+  /** CPU of one unwatched run, µs. */
+  cpuUsPerRun: number;
+  storedDelayP50: number;
+  storedDelayP99: number;
+  records: RunRecord[];
+}
+
+const median = (values: readonly number[]) => percentile([...values].sort((a, b) => a - b), 50);
+
+function runsAt(size: number): number {
+  return size <= 1 ? 20 : size <= 10 ? 8 : size <= 100 ? 3 : 1;
+}
+
+/** Per answer: first step after it published − answer due (ms, server clock). */
+function storedDelays(records: readonly RunRecord[]): number[] {
+  const delays: number[] = [];
+  for (const record of records) {
+    record.calls.forEach((call, index) => {
+      const first = record.published.find(([, , answer]) => answer === index);
+      if (first) delays.push(first[1] - call.dueAt);
+    });
+  }
+  return delays;
+}
+
+async function unwatched(link: ServerLink, count: number): Promise<Reference> {
+  const prepared = await request(link, { type: 'prepare', count }, 'prepared');
+  const records: RunRecord[] = [];
+  for (const runId of prepared.runIds) {
+    records.push((await request(link, { type: 'open', runId }, 'ended')).record);
+    await sleep(20);
+  }
+  const delays = storedDelays(records).sort((a, b) => a - b);
+  const cpu = records.map((r) => r.cpuUs).sort((a, b) => a - b);
+  return { cpuUsPerRun: percentile(cpu, 50), storedDelayP50: percentile(delays, 50), storedDelayP99: percentile(delays, 99), records };
+}
+
+/** The plan the baseline follows: the service's steps and its unwatched timing (medians over `records`). */
+function planFrom(records: readonly RunRecord[], steps: Record<string, unknown>[], replaySequence: number, delayMs: number): RunPlan {
+  const first = records[0]!;
+  const live = first.published.filter(([sequence]) => sequence > replaySequence);
+  const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50);
+  const offsets = live.map(([sequence, , answer]): [number, number] => [
+    answer,
+    median(records.map((record) => {
+      const step = record.published.find(([s]) => s === sequence)!;
+      return step[1] - record.calls[step[2]]!.dueAt;
+    })),
+  ]);
+  const callStarts = first.calls.slice(1).map((_call, index) => median(records.map((record) => record.calls[index + 1]!.startedAt - record.calls[index]!.dueAt)));
+  return { steps, replaySequence, offsets, callStarts, delayMs };
+}
+
+async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; token: string }, size: number, reference: Reference, client: string): Promise<Measurement> {
+  const { link } = server;
+  const count = runsAt(size);
+  const prepared = await request(link, { type: 'prepare', count: count + 1 }, 'prepared');
+  const before = (await request(link, { type: 'memory' }, 'memory')).bytes;
+  const child = fork(path.join(__dirname, 'runs-fanout-clients.js'), [], {
+    env: {
+      ...process.env,
+      WS_URL: server.wsUrl,
+      TOKEN: server.token,
+      RUN_IDS: prepared.runIds.join(','),
+      FANOUT_CLIENT: client,
+      CLIENTS: String(size),
+      BATCH: '50',
+      READY_SEQUENCE: String(prepared.replaySequence),
+    },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const clients = new Link<ClientMessage>('the clients', child);
   try {
-    const { services } = server;
-    const configuration = await seedRunConfiguration(services);
-    const input = { configuration, prompt: 'Work it out with the calculator.', tools: ['calculator'], maxRounds: rounds, stream: false };
-    const warmUp = await services.runs.start(input, BENCH_CALLER);
-    await withDeadline(warmGate.wasReached, 10_000, 'the warm-up run\'s first provider call');
-    const view = await services.runs.start(input, BENCH_CALLER);
-    const published = new Map<number, number>();
-    let endPublishedAt = 0;
-    let resolveEnd!: () => void;
-    const ended = new Promise<void>((resolve) => (resolveEnd = resolve));
-    // Subscribed before the run stores its first step (execute() waits for setImmediate) and before any client.
-    traceBusOf(services.runs).subscribe(view.row.uuid, (message) => {
-      if (message.type !== 'step') return;
-      const step: StoredStep = message.step;
-      published.set(step.sequence, epochMs());
-      if (step.kind === 'end') {
-        endPublishedAt = epochMs();
-        resolveEnd();
+    const records: RunRecord[] = [];
+    const received: number[][][] = [];
+    const cpuPerRun: number[] = [];
+    let memoryKbPerSubscriber: number | null = null;
+    let subscribed = 0;
+    const errors = new Set<string>();
+    for (const [index, runId] of prepared.runIds.entries()) {
+      const ready = await clients.next('ready');
+      if ((ready.failed ?? 0) > 0) errors.add(`${ready.failed} clients did not subscribe: ${(ready.errors ?? []).join('; ')}`);
+      if (index === 1) {
+        await sleep(500);
+        if (size >= 100) memoryKbPerSubscriber = round(((await request(link, { type: 'memory' }, 'memory')).bytes - before) / size / 1024, 1);
+        await clients.syncClock();
+        subscribed = ready.ready ?? 0;
       }
-    });
-    await withDeadline(gate.wasReached, 10_000, 'the first provider call');
-    const replayed = published.size;
-
-    const before = memory();
-    child = fork(path.join(__dirname, 'runs-fanout-clients.js'), [], {
-      env: {
-        ...process.env,
-        WS_URL: server.wsUrl,
-        TOKEN: RUNS_BENCH_TOKEN,
-        RUN_IDS: `${warmUp.row.uuid},${view.row.uuid}`,
-        FANOUT_CLIENT: client,
-        CLIENTS: String(subscribers),
-        BATCH: '50',
-        READY_SEQUENCE: String(replayed),
-      },
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    const link = new ChildLink(child);
-    // The warm-up run: every client watches it to the end (JIT-compiled paths, socket buffers).
-    await link.next('ready', 300_000);
-    warmGate.open();
-    const warmDone = await link.next('done', 180_000);
-    if ((warmDone.completed ?? 0) < subscribers) throw new Error(`only ${warmDone.completed} of ${subscribers} clients completed the warm-up run`);
-    const ready = await link.next('ready', 300_000);
-    if ((ready.failed ?? 0) > 0) console.log(`${ready.failed} of ${subscribers} clients did not subscribe:`, ready.errors);
-    await sleep(1_000);
-    const idle = memory();
-    const clock = await link.clockOffset();
-
-    const cpuBefore = process.cpuUsage();
-    const gateAt = epochMs();
-    gate.open();
-    await withDeadline(ended, 120_000, 'the END step');
-    const done = await link.next('done', 180_000);
-    const cpu = process.cpuUsage(cpuBefore);
-
-    const latencies: number[] = [];
-    const slowestPerStep = new Map<number, number>();
-    let lastDelivery = gateAt;
-    for (const received of done.received ?? []) {
-      for (let i = 0; i < received.length; i += 2) {
-        const sequence = received[i]!;
-        if (sequence <= replayed) continue;
-        const at = received[i + 1]! - clock.offset;
-        lastDelivery = Math.max(lastDelivery, at);
-        const publishedAt = published.get(sequence);
-        if (publishedAt === undefined) continue;
-        latencies.push(at - publishedAt);
-        slowestPerStep.set(sequence, Math.max(slowestPerStep.get(sequence) ?? 0, at - publishedAt));
-      }
+      const cpuAtOpen = (await request(link, { type: 'cpu' }, 'cpu')).us;
+      const ended = await request(link, { type: 'open', runId }, 'ended');
+      const done = await clients.next('done');
+      const cpuAtDone = (await request(link, { type: 'cpu' }, 'cpu')).us;
+      for (const error of done.errors ?? []) if (error) errors.add(error);
+      if (index === 0) continue;
+      cpuPerRun.push(cpuAtDone - cpuAtOpen);
+      records.push(ended.record);
+      received.push(done.received ?? []);
+      await sleep(20);
     }
-    const liveSteps = published.size - replayed;
-    const subscribed = ready.ready ?? 0;
-    const perClient = (bytes: number) => round(bytes / subscribers / 1024, 2);
-    const row: FanoutRow = {
-      client,
-      subscribers,
-      subscribed,
-      rounds,
-      delayMs,
-      steps: published.size,
-      liveSteps,
-      deliveriesExpected: subscribed * liveSteps,
-      deliveriesReceived: latencies.length,
-      completedClients: done.completed ?? 0,
-      clientErrors: [...new Set((done.errors ?? []).filter((e): e is string => e !== null))].slice(0, 5),
-      latency: stats(latencies, 2),
-      lastSubscriberPerStep: stats([...slowestPerStep.values()], 2),
-      p99Target: P99_TARGET_MS,
-      runMs: round(endPublishedAt - gateAt, 1),
-      lastDeliveryMs: round(lastDelivery - gateAt, 1),
-      serverCpuUsPerDelivery: round((cpu.user + cpu.system) / Math.max(1, latencies.length), 1),
-      clientCpuUsPerDelivery: round(((done.clientCpuMs ?? 0) * 1000) / Math.max(1, latencies.length), 1),
-      memoryPerSubscriberKb: perClient(idle.heap + idle.external - before.heap - before.external),
-      heapPerSubscriberKb: perClient(idle.heap - before.heap),
-      externalPerSubscriberKb: perClient(idle.external - before.external),
-      rssPerSubscriberKb: perClient(idle.rss - before.rss),
-      memoryTargetKb: MEMORY_TARGET_KB,
-      openMs: round(ready.openMs ?? 0, 0),
-      clockOffsetMs: round(clock.offset, 3),
-      clockUncertaintyMs: round(clock.uncertainty, 3),
+    // Relate every clock to this process's.
+    const latencies: number[] = [];
+    const spreads: number[] = [];
+    let deliveries = 0;
+    let expected = 0;
+    records.forEach((record, r) => {
+      const dueOf = new Map<number, number>();
+      for (const [sequence, , answer] of record.published) if (answer >= 0) dueOf.set(sequence, record.calls[answer]!.dueAt - link.offset);
+      expected += dueOf.size * subscribed;
+      const firstLast = new Map<number, [number, number]>();
+      for (const watcher of received[r]!) {
+        for (let i = 0; i < watcher.length; i += 2) {
+          const due = dueOf.get(watcher[i]!);
+          if (due === undefined) continue;
+          const at = watcher[i + 1]! - clients.offset;
+          latencies.push(at - due);
+          deliveries += 1;
+          const span = firstLast.get(watcher[i]!);
+          if (span) firstLast.set(watcher[i]!, [Math.min(span[0], at), Math.max(span[1], at)]);
+          else firstLast.set(watcher[i]!, [at, at]);
+        }
+      }
+      for (const [first, last] of firstLast.values()) spreads.push(last - first);
+    });
+    latencies.sort((a, b) => a - b);
+    spreads.sort((a, b) => a - b);
+    const delays = storedDelays(records).sort((a, b) => a - b);
+    return {
+      kind,
+      size,
+      runs: count,
+      deliveriesExpected: expected,
+      deliveriesReceived: deliveries,
+      errors: [...errors].slice(0, 3),
+      latencyP50: round(percentile(latencies, 50), 2),
+      latencyP99: round(percentile(latencies, 99), 2),
+      spreadP50: round(percentile(spreads, 50), 2),
+      spreadP99: round(percentile(spreads, 99), 2),
+      // Medians per run: one run's CPU moves by more than its deliveries cost at small sizes.
+      cpuUsPerDelivery: round((median(cpuPerRun) - reference.cpuUsPerRun) / Math.max(1, deliveries / count), 1),
+      memoryKbPerSubscriber,
+      storedDelayP50: round(percentile(delays, 50), 2),
+      storedDelayP99: round(percentile(delays, 99), 2),
     };
-    child.send({ type: 'exit' });
-    await Promise.race([new Promise((resolve) => child?.once('exit', resolve)), sleep(10_000)]);
-    writeResult(`runs-fanout-${client}`, {
+  } finally {
+    await clients.exit();
+  }
+}
+
+export interface FanoutRow {
+  size: number;
+  turns: number;
+  service: Measurement;
+  baseline: Measurement;
+  /** Median over turns of service ÷ baseline. */
+  ratio: { latencyP50: number; latencyP99: number; spreadP99: number | null; cpu: number; memory: number | null };
+  /** Median over turns of the unwatched runs' answer → stored step (service), ms. */
+  unwatchedStoredDelayP50: number;
+  unwatchedStoredDelayP99: number;
+  targets: { latency: boolean; spread: boolean; cpu: boolean };
+}
+
+function medianMeasurement(turns: readonly Measurement[]): Measurement {
+  const pick = (key: keyof Measurement) => round(median(turns.map((m) => m[key] as number)), 2);
+  const memory = turns.map((m) => m.memoryKbPerSubscriber).filter((v): v is number => v !== null);
+  return {
+    ...turns[0]!,
+    deliveriesExpected: turns.reduce((sum, m) => sum + m.deliveriesExpected, 0),
+    deliveriesReceived: turns.reduce((sum, m) => sum + m.deliveriesReceived, 0),
+    errors: [...new Set(turns.flatMap((m) => m.errors))].slice(0, 3),
+    latencyP50: pick('latencyP50'),
+    latencyP99: pick('latencyP99'),
+    spreadP50: pick('spreadP50'),
+    spreadP99: pick('spreadP99'),
+    cpuUsPerDelivery: pick('cpuUsPerDelivery'),
+    memoryKbPerSubscriber: memory.length > 0 ? round(median(memory), 1) : null,
+    storedDelayP50: pick('storedDelayP50'),
+    storedDelayP99: pick('storedDelayP99'),
+  };
+}
+
+export async function runRunsFanout(): Promise<{ rows: FanoutRow[]; perTurn: Measurement[][] }> {
+  const sizes = (process.env.SIZES ?? '1,10,100,1000').split(',').map(Number);
+  const turns = Number(process.env.TURNS ?? 3);
+  const rounds = Number(process.env.ROUNDS ?? 10);
+  const delayMs = Number(process.env.DELAY_MS ?? 5);
+  const client = process.env.FANOUT_CLIENT === 'library' ? 'library' : 'lean';
+  if (sizes.some((size) => !Number.isInteger(size) || size < 1 || size > 5000)) throw new Error('SIZES must be integers 1..5000');
+  const env = { ROUNDS: String(rounds), DELAY_MS: String(delayMs) };
+  const service = await startServer('runs-fanout-service.js', env);
+  const baseline = await startServer('runs-fanout-baseline.js', env);
+  try {
+    // The baseline serves the service's own steps with its unwatched timing.
+    const warm = await unwatched(service.link, 6);
+    const steps = (await request(service.link, { type: 'steps', runId: warm.records[0]!.runId }, 'steps')).steps;
+    const replaySequence = Math.min(...warm.records.map((r) => r.published.filter(([, , answer]) => answer < 0).length));
+    await request(baseline.link, { type: 'plan', plan: planFrom(warm.records.slice(1), steps, replaySequence, delayMs) }, 'planned');
+    const servers = { service, baseline };
+    // Not counted: both servers' delivery paths compiled.
+    for (const kind of ['service', 'baseline'] as const) await measure(kind, servers[kind], 100, await unwatched(servers[kind].link, 2), client);
+
+    const perTurn: Measurement[][] = [];
+    const unwatchedDelays: number[][] = [];
+    for (let turn = 0; turn < turns; turn += 1) {
+      const references = { service: await unwatched(service.link, 9), baseline: await unwatched(baseline.link, 9) };
+      unwatchedDelays.push([references.service.storedDelayP50, references.service.storedDelayP99]);
+      const results: Measurement[] = [];
+      for (const [index, size] of sizes.entries()) {
+        const order: Kind[] = (turn + index) % 2 === 0 ? ['service', 'baseline'] : ['baseline', 'service'];
+        for (const kind of order) {
+          const result = await measure(kind, servers[kind], size, references[kind], client);
+          console.log(`turn ${turn + 1} ${kind} ${size}: p50 ${result.latencyP50} p99 ${result.latencyP99} spread p99 ${result.spreadP99} cpu ${result.cpuUsPerDelivery} µs stored p50 ${result.storedDelayP50} p99 ${result.storedDelayP99} (${result.deliveriesReceived}/${result.deliveriesExpected})`);
+          results.push(result);
+        }
+      }
+      perTurn.push(results);
+    }
+    const rows = sizes.map((size): FanoutRow => {
+      const of = (kind: Kind) => perTurn.map((results) => results.find((m) => m.kind === kind && m.size === size)!);
+      const s = of('service');
+      const b = of('baseline');
+      const ratios = (key: 'latencyP50' | 'latencyP99' | 'spreadP99' | 'cpuUsPerDelivery') => round(median(s.map((m, i) => m[key] / Math.max(b[i]![key], 1e-9))), 2);
+      const memory = s.map((m, i) => (m.memoryKbPerSubscriber !== null && b[i]!.memoryKbPerSubscriber ? m.memoryKbPerSubscriber / b[i]!.memoryKbPerSubscriber! : null)).filter((v): v is number => v !== null);
+      const service = medianMeasurement(s);
+      const ratio = {
+        latencyP50: ratios('latencyP50'),
+        latencyP99: ratios('latencyP99'),
+        spreadP99: size > 1 ? ratios('spreadP99') : null,
+        cpu: ratios('cpuUsPerDelivery'),
+        memory: memory.length > 0 ? round(median(memory), 2) : null,
+      };
+      return {
+        size,
+        turns,
+        service,
+        baseline: medianMeasurement(b),
+        ratio,
+        unwatchedStoredDelayP50: round(median(unwatchedDelays.map((d) => d[0]!)), 2),
+        unwatchedStoredDelayP99: round(median(unwatchedDelays.map((d) => d[1]!)), 2),
+        targets: {
+          latency: size >= 1000 ? ratio.latencyP99 <= 0.5 && service.latencyP99 < P99_ABSOLUTE_TARGET_MS : ratio.latencyP99 <= 1,
+          spread: ratio.spreadP99 === null || ratio.spreadP99 <= 1,
+          cpu: ratio.cpu <= 1,
+        },
+      };
+    });
+    writeResult('runs-fanout', {
       measuredAt: new Date().toISOString(),
       node: process.version,
-      nodeEnv: process.env.NODE_ENV ?? '',
+      client,
+      rounds,
+      delayMs,
       definition:
-        'latency = t(client received) − t(step published on the in-process TraceBus), live steps only; memory per subscriber = Δ(heapUsed + external) of the server process with the clients idle and subscribed, after gc, / clients',
-      rows: [row],
+        'latency = t(client received a live step) − t(the provider answer it follows was due); spread = last − first subscriber per step; CPU per delivery = (server CPU from gate to last delivery − the same run unwatched) / deliveries; figures are medians over turns, ratios medians of per-turn service ÷ baseline',
+      rows,
+      perTurn,
     });
-    return [row];
+    return { rows, perTurn };
   } finally {
-    if (child && child.exitCode === null) child.kill('SIGTERM');
-    await server.stop();
-    await database.cleanup();
+    await service.link.exit();
+    await baseline.link.exit();
   }
 }
+
+const ok = (met: boolean) => (met ? 'ok' : 'MISSED');
 
 export function formatRunsFanout(rows: readonly FanoutRow[]): string {
   return markdownTable(
-    ['clients', 'subscribers (subscribed)', 'live steps (delay)', 'deliveries received / expected', 'latency p50 / p99 / max ms (target p99)', 'last subscriber per step p50 / max ms', 'last delivery after gate / run ms', 'server / client CPU µs per delivery', 'memory per idle subscriber kB (target)', 'errors'],
+    [
+      'subscribers',
+      'answer → receipt p50 / p99 ms: service · baseline',
+      'p99 ratio (target)',
+      'spread p99 ms: service · baseline (ratio, target ≤ 1×)',
+      'CPU µs per delivery: service · baseline (ratio, target ≤ 1×)',
+      'memory kB per subscriber: service · baseline',
+      'answer → stored step p50 / p99 ms: service (unwatched) · baseline',
+      'deliveries received / expected (errors)',
+    ],
     rows.map((row) => [
-      row.client === 'library' ? 'graphql-ws library' : 'lean protocol',
-      `${row.subscribers} (${row.subscribed})`,
-      `${row.liveSteps} of ${row.steps} (${row.delayMs} ms/call)`,
-      `${row.deliveriesReceived} / ${row.deliveriesExpected}`,
-      `${row.latency.p50} / ${row.latency.p99} / ${row.latency.max} (< ${row.p99Target}) ${row.latency.p99 < row.p99Target ? 'ok' : 'MISSED'}`,
-      `${row.lastSubscriberPerStep.p50} / ${row.lastSubscriberPerStep.max}`,
-      `${row.lastDeliveryMs} / ${row.runMs}`,
-      `${row.serverCpuUsPerDelivery} / ${row.clientCpuUsPerDelivery}`,
-      `${row.memoryPerSubscriberKb} (heap ${row.heapPerSubscriberKb} + external ${row.externalPerSubscriberKb}; rss ${row.rssPerSubscriberKb}) (< ${row.memoryTargetKb}) ${row.memoryPerSubscriberKb < row.memoryTargetKb ? 'ok' : 'MISSED'}`,
-      row.clientErrors.length === 0 ? '0' : row.clientErrors.join('; '),
+      String(row.size),
+      `${row.service.latencyP50} / ${row.service.latencyP99} · ${row.baseline.latencyP50} / ${row.baseline.latencyP99}`,
+      `${row.ratio.latencyP99}× (${row.size >= 1000 ? `≤ 0.5× and < ${P99_ABSOLUTE_TARGET_MS} ms` : '≤ 1×'}) ${ok(row.targets.latency)}`,
+      row.ratio.spreadP99 === null ? 'one subscriber: none' : `${row.service.spreadP99} · ${row.baseline.spreadP99} (${row.ratio.spreadP99}×) ${ok(row.targets.spread)}`,
+      `${row.service.cpuUsPerDelivery} · ${row.baseline.cpuUsPerDelivery} (${row.ratio.cpu}×) ${ok(row.targets.cpu)}`,
+      row.service.memoryKbPerSubscriber === null ? '—' : `${row.service.memoryKbPerSubscriber} · ${row.baseline.memoryKbPerSubscriber} (${row.ratio.memory}×)`,
+      `${row.service.storedDelayP50} / ${row.service.storedDelayP99} (${row.unwatchedStoredDelayP50} / ${row.unwatchedStoredDelayP99}) · ${row.baseline.storedDelayP50} / ${row.baseline.storedDelayP99}`,
+      `${row.service.deliveriesReceived} / ${row.service.deliveriesExpected} · ${row.baseline.deliveriesReceived} / ${row.baseline.deliveriesExpected} (${[...row.service.errors, ...row.baseline.errors].length === 0 ? '0' : [...row.service.errors, ...row.baseline.errors].join('; ')})`,
     ]),
   );
 }
 
 if (require.main === module) {
   runRunsFanout()
-    .then((rows) => console.log(formatRunsFanout(rows)))
+    .then(({ rows }) => console.log(formatRunsFanout(rows)))
     .catch((error: unknown) => {
       console.error(error);
       process.exit(1);

@@ -19,9 +19,13 @@ import {
   specifiedRules,
   validate as validateDocument,
 } from 'graphql';
+<<<<<<< HEAD
 import { useServer } from 'graphql-ws/use/ws';
 import { illFormedTextError, wellFormedTextPlugin } from './graphql/well-formed-text';
 import { type WebSocket, WebSocketServer } from 'ws';
+=======
+import { WebSocketServer } from 'ws';
+>>>>>>> main
 import type { Caller } from './auth/roles';
 import type { AppConfig } from './config';
 import { createDataSource } from './db/data-source';
@@ -31,11 +35,10 @@ import { createErrorFormatter } from './graphql/format-error';
 import { createLoaders } from './graphql/loaders';
 import { costRefusal, oversizedAnswer, parseOptionsFor, type QueryLimits, validationRulesFor } from './graphql/query-limits';
 import { buildAppSchema } from './graphql/schema';
-import { createSharedSubscribe, expandPreSerialized, isPreSerialized } from './graphql/shared-subscriptions';
+import { serveSubscriptions } from './graphql/trace-fanout';
 import { CLIENT_GONE, HttpError, readBody } from './http-body';
 import { createLogger, type Logger } from './logger';
 import { RequestQueue } from './request-queue';
-import { batchSends, SocketBatcher } from './socket-batcher';
 import { RunService, type RunServiceOptions } from './runs/run.service';
 import { createDatabaseSnippetSource } from './runs/database-snippet-source';
 import { createBuiltinToolRegistry } from './runs/tools/builtin-tools';
@@ -177,14 +180,11 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
   const formatErrors = (errors: readonly GraphQLError[]) => errors.map((error) => formatError(error.toJSON(), error));
   const formatResult = <T extends ExecutionResult>(result: T): T =>
     result.errors?.length ? { ...result, errors: formatErrors(result.errors) as unknown as GraphQLError[] } : result;
-  const sharedSubscribe = createSharedSubscribe({ contextKey: (context) => (context as GraphQLContext).caller?.role ?? null, finish: formatResult });
   // Apollo adds the introspection rule itself when INTROSPECTION=false; graphql-ws needs it here.
   const wsValidationRules = [...specifiedRules, ...validationRules, ...(config.introspection ? [] : [NoSchemaIntrospectionCustomRule])];
   const wsServer = new WebSocketServer({ server: httpServer, path: '/graphql', maxPayload: config.bodyLimitBytes });
-  const batcher = new SocketBatcher(WS_BATCH_WINDOW_MS);
-  // Pre-serialised results are spliced in, and each socket's messages of a moment leave together.
-  wsServer.on('connection', (socket: WebSocket, request: IncomingMessage) => batchSends(socket, request.socket, batcher, expandPreSerialized));
-  const wsCleanup = useServer<Record<string, unknown>, { context?: GraphQLContext }>(
+  // Live events are executed and serialised once per group of identical subscriptions and written in turns (see trace-fanout).
+  const wsCleanup = serveSubscriptions<Record<string, unknown>, { context?: GraphQLContext }>(
     {
       schema,
       // Every operation over the socket is parsed, validated and costed here, by the same rules as over HTTP.
@@ -211,17 +211,17 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         return true;
       },
       context: (ctx) => ({ ...(ctx.extra.context as GraphQLContext), loaders: createLoaders(services) }),
-      // An event is executed and serialised once for all subscribers with the same operation.
-      subscribe: sharedSubscribe,
-      // Errors over the socket get the same codes and masking as over HTTP (shared results are formatted already).
-      onNext: (_ctx, _id, _payload, _args, result) => {
-        const oversized = oversizedAnswer(limits, isPreSerialized(result) ? result.json : JSON.stringify(result));
-        if (oversized) return formatResult(oversized);
-        return isPreSerialized(result) ? result : formatResult(result);
-      },
+      // Errors over the socket get the same codes and masking as over HTTP.
       onError: (_ctx, _id, _payload, errors) => formatErrors(errors) as unknown as GraphQLError[],
     },
     wsServer,
+    {
+      contextKey: (context) => (context as GraphQLContext).caller?.role ?? null,
+      finish: formatResult,
+      // No answer over the socket is larger than over HTTP.
+      refuse: (json) => oversizedAnswer(limits, json),
+      onInternalError: (error) => logger.error({ err: error }, 'graphql-ws message handling failed'),
+    },
   );
 
   const apollo = new ApolloServer<GraphQLContext>({
@@ -419,9 +419,6 @@ export function databaseKey(config: AppConfig): string {
   const identity = config.database.kind === 'sqlite' ? config.database.file : config.database.url.replace(/\/\/[^@]*@/, '//');
   return crypto.createHash('sha256').update(identity).digest('hex').slice(0, 16);
 }
-
-/** Longest a WebSocket message is held to leave together with others (see SocketBatcher). */
-const WS_BATCH_WINDOW_MS = 2;
 
 const REQUEST_ID_PATTERN = /^[\w.:-]{1,100}$/;
 

@@ -1,6 +1,6 @@
 import { EventEmitter, on } from 'node:events';
-import { GraphQLInt, GraphQLObjectType, GraphQLSchema, GraphQLString, parse, type ExecutionResult } from 'graphql';
-import { createSharedSubscribe, expandPreSerialized, isPreSerialized, preSerialized } from './shared-subscriptions';
+import { GraphQLError, GraphQLInt, GraphQLObjectType, GraphQLSchema, GraphQLString, parse, type ExecutionResult } from 'graphql';
+import { createSharedSubscribe, expandPreSerialized, isPreSerialized, preSerialized } from './trace-fanout';
 
 interface Tick {
   n: number;
@@ -131,6 +131,25 @@ describe('createSharedSubscribe', () => {
     await iterator.return?.();
     expect(sourcesOpen()).toBe(0);
     await expect(waiting).resolves.toEqual({ value: undefined, done: true });
+  });
+
+  it('sends the refusal instead of a shared result whose JSON is refused, once for all', async () => {
+    const { bus, schema } = fixture();
+    let checked = 0;
+    const refusing = createSharedSubscribe({
+      contextKey: () => null,
+      finish: (result) => result,
+      refuse: (json) => ((checked += 1), json.length > 40 ? { data: null, errors: [new GraphQLError('too large')] } : null),
+    });
+    const iterators = await Promise.all(
+      [0, 1].map(async () => ((await refusing({ schema, document: parse('subscription { ticks { n label } }'), contextValue: {} })) as AsyncIterable<ExecutionResult>)[Symbol.asyncIterator]()),
+    );
+    const pending = iterators.map((iterator) => iterator.next());
+    await new Promise((resolve) => setImmediate(resolve));
+    bus.emit('tick', { n: 1, label: 'a label long enough to be refused' });
+    const results = await Promise.all(pending);
+    for (const result of results) expect(asJson(result.value).payload).toEqual({ data: null, errors: [{ message: 'too large' }] });
+    expect(checked).toBe(1);
   });
 
   it('passes errors of the subscribe step through as a result', async () => {

@@ -1,0 +1,132 @@
+/**
+ * The baseline of the fan-out benchmark (runs-fanout.ts), in its own
+ * process: graphql-ws's own `useServer` on a bare `ws` server, with a
+ * schema of exactly the fields the watchers select and a plain async
+ * generator per subscriber over an in-memory list of published steps — what
+ * a minimal graphql-ws server does (every subscriber's event is executed,
+ * serialised and written on its own).
+ *
+ * It serves the service's own steps (its output for the same run) with the
+ * same provider timing: each call is answered DELAY_MS after it starts, and
+ * each step is published as long after its call's answer as the service,
+ * watched by nobody, took to store and publish it (the plan the orchestrator
+ * measured); the next call starts as long after the answer as it did there.
+ * Nothing is stored. Not meant to be started by hand.
+ */
+import type { AddressInfo } from 'node:net';
+import { buildSchema, type GraphQLField, type GraphQLObjectType } from 'graphql';
+import { useServer } from 'graphql-ws/use/ws';
+import { WebSocketServer } from 'ws';
+import { TRACE_FIELDS, cpuUs, epochMs, reply, serveRequests, type RunPlan, type RunRecord } from './runs-fanout-protocol';
+
+type Step = Record<string, unknown> & { sequence: number; kind: string };
+
+interface BaselineRun {
+  record: RunRecord;
+  steps: Step[];
+  waiters: (() => void)[];
+}
+
+const schema = buildSchema(`
+  type RunStep { sequence: Int! kind: String! round: Int! durationMs: Float! status: String terminationReason: String content: String finishReason: String totalTokens: Int toolName: String toolResult: String toolIsError: Boolean }
+  type Query { ok: Boolean }
+  type Subscription { runTrace(runId: ID!, afterSequence: Int): RunStep }
+`);
+const stepFields = (schema.getType('RunStep') as GraphQLObjectType).getFields();
+const missing = TRACE_FIELDS.split(' ').filter((field) => !(field in stepFields));
+if (missing.length > 0) throw new Error(`the baseline's RunStep lacks ${missing.join(', ')}`);
+const runs = new Map<string, BaselineRun>();
+const traceField = schema.getSubscriptionType()!.getFields().runTrace as GraphQLField<unknown, unknown>;
+traceField.subscribe = (_root: unknown, args: { runId: string }) => trace(args.runId);
+traceField.resolve = (step: unknown) => step;
+
+async function* trace(runId: string): AsyncGenerator<Step> {
+  const run = runs.get(runId);
+  if (!run) throw new Error(`no run ${runId}`);
+  let next = 0;
+  for (;;) {
+    while (next < run.steps.length) {
+      const step = run.steps[next++]!;
+      yield step;
+      if (step.kind === 'END') return;
+    }
+    await new Promise<void>((resolve) => run.waiters.push(resolve));
+  }
+}
+
+function publish(run: BaselineRun, step: Step, call: number): void {
+  run.steps.push(step);
+  run.record.published.push([step.sequence, epochMs(), call]);
+  const waiters = run.waiters;
+  run.waiters = [];
+  for (const wake of waiters) wake();
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+async function until(at: number): Promise<void> {
+  while (epochMs() < at) await turn();
+}
+
+async function drive(run: BaselineRun, plan: RunPlan): Promise<void> {
+  const cpuAtOpen = cpuUs();
+  const live = (plan.steps as Step[]).filter((step) => step.sequence > plan.replaySequence);
+  const calls = plan.callStarts.length + 1;
+  let next = 0;
+  let startedAt = epochMs();
+  for (let call = 0; call < calls; call += 1) {
+    const dueAt = startedAt + plan.delayMs;
+    run.record.calls.push({ startedAt, dueAt });
+    await sleep(plan.delayMs);
+    while (next < live.length && plan.offsets[next]![0] === call) {
+      await until(dueAt + plan.offsets[next]![1]);
+      publish(run, live[next]!, call);
+      next += 1;
+    }
+    if (call + 1 < calls) {
+      await until(dueAt + plan.callStarts[call]!);
+      startedAt = epochMs();
+    }
+  }
+  run.record.cpuUs = cpuUs() - cpuAtOpen;
+}
+
+function main(): void {
+  const wsServer = new WebSocketServer({ port: 0, host: '127.0.0.1', path: '/graphql' });
+  useServer({ schema }, wsServer);
+  let plan: RunPlan | null = null;
+  let counter = 0;
+  serveRequests(async (request) => {
+    switch (request.type) {
+      case 'plan':
+        plan = request.plan;
+        return reply({ type: 'planned' });
+      case 'prepare': {
+        if (!plan) throw new Error('no plan yet');
+        const runIds: string[] = [];
+        for (let i = 0; i < request.count; i += 1) {
+          const runId = `baseline-run-${(counter += 1)}`;
+          const run: BaselineRun = { record: { runId, calls: [], published: [], cpuUs: 0 }, steps: [], waiters: [] };
+          for (const step of plan.steps as Step[]) if (step.sequence <= plan.replaySequence) publish(run, step, -1);
+          runs.set(runId, run);
+          runIds.push(runId);
+        }
+        return reply({ type: 'prepared', runIds, replaySequence: plan.replaySequence });
+      }
+      case 'open': {
+        const run = runs.get(request.runId);
+        if (!run || !plan) throw new Error(`no prepared run ${request.runId}`);
+        await drive(run, plan);
+        // Watchers still being served keep their own reference to the run.
+        runs.delete(request.runId);
+        return reply({ type: 'ended', record: run.record });
+      }
+      default:
+        throw new Error(`the baseline does not answer ${request.type}`);
+    }
+  });
+  wsServer.once('listening', () => reply({ type: 'ready', wsUrl: `ws://127.0.0.1:${(wsServer.address() as AddressInfo).port}/graphql`, token: 'none' }));
+}
+
+main();

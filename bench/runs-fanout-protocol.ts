@@ -1,0 +1,95 @@
+/**
+ * What the fan-out benchmark's orchestrator (runs-fanout.ts) and its two
+ * server processes (runs-fanout-service.ts, runs-fanout-baseline.ts) say to
+ * each other over IPC. Both servers answer the same requests, so the
+ * orchestrator treats them alike.
+ */
+import { performance } from 'node:perf_hooks';
+
+/** What a watcher selects; the baseline's schema has exactly these fields. */
+export const TRACE_FIELDS = 'sequence kind round durationMs status terminationReason content finishReason totalTokens toolName toolResult toolIsError';
+
+/** One provider call of a run: when it started and when its answer was due (epoch ms, the server's clock). */
+export interface ProviderCall {
+  startedAt: number;
+  dueAt: number;
+}
+
+/** A run as its server saw it. */
+export interface RunRecord {
+  runId: string;
+  calls: ProviderCall[];
+  /** Per published step: [sequence, publishedAt, index of the call whose answer it follows (−1: none)]. */
+  published: [number, number, number][];
+  /** process.cpuUsage() from the gate to the END step being published, µs. */
+  cpuUs: number;
+}
+
+/** When each live step appears relative to its call's answer, and when the next call starts (from the service's unwatched runs). */
+export interface RunPlan {
+  /** The steps to serve, as a watcher receives them (the service's own output). */
+  steps: Record<string, unknown>[];
+  /** Steps stored before the first provider call (sent as replay). */
+  replaySequence: number;
+  /** Per step after the replay: [index of the call it follows, ms after that call's answer]. */
+  offsets: [number, number][];
+  /** Per call after the first: ms after the previous call's answer that it starts. */
+  callStarts: number[];
+  delayMs: number;
+}
+
+export type Request =
+  | { type: 'clock'; id: number }
+  | { type: 'plan'; plan: RunPlan }
+  | { type: 'prepare'; count: number }
+  | { type: 'open'; runId: string }
+  | { type: 'cpu' }
+  | { type: 'memory' }
+  | { type: 'steps'; runId: string }
+  | { type: 'exit' };
+
+export type Reply =
+  | { type: 'clock'; id: number; t: number }
+  | { type: 'ready'; wsUrl: string; token: string }
+  | { type: 'planned' }
+  | { type: 'prepared'; runIds: string[]; replaySequence: number }
+  | { type: 'ended'; record: RunRecord }
+  | { type: 'cpu'; us: number }
+  | { type: 'memory'; bytes: number }
+  | { type: 'steps'; steps: Record<string, unknown>[] };
+
+export const epochMs = (): number => performance.timeOrigin + performance.now();
+
+export function reply(message: Reply): void {
+  process.send?.(message);
+}
+
+export function cpuUs(): number {
+  const usage = process.cpuUsage();
+  return usage.user + usage.system;
+}
+
+/** heapUsed + external after two full collections (node --expose-gc). */
+export function collectedMemory(): number {
+  const collect = (globalThis as { gc?: () => void }).gc;
+  if (!collect) throw new Error('global.gc is missing: run node with --expose-gc');
+  collect();
+  collect();
+  const usage = process.memoryUsage();
+  return usage.heapUsed + usage.external;
+}
+
+/** Answers the requests every server answers alike; `handle` gets the rest. */
+export function serveRequests(handle: (request: Request) => Promise<void> | void): void {
+  process.on('message', (request: Request) => {
+    if (request.type === 'clock') return reply({ type: 'clock', id: request.id, t: epochMs() });
+    if (request.type === 'cpu') return reply({ type: 'cpu', us: cpuUs() });
+    if (request.type === 'memory') return reply({ type: 'memory', bytes: collectedMemory() });
+    if (request.type === 'exit') return void setTimeout(() => process.exit(0), 50);
+    Promise.resolve(handle(request)).catch((error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    });
+  });
+  process.on('disconnect', () => process.exit(0));
+}
