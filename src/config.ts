@@ -28,6 +28,10 @@ export interface AppConfig {
   maxQueryDepth: number;
   /** HTTP requests allowed to wait for their turn; beyond that a request gets 503 with Retry-After. */
   maxQueuedRequests: number;
+  /** Serve the console (the pages at /, /playground and /runs); UI=false turns them off. */
+  ui: boolean;
+  /** Where the built console is read from; null: dist/console of this package. */
+  consoleDirectory: string | null;
   /** Reads a provider key given as `env:NAME` at call time (behaviour.md §1). */
   readEnv: (name: string) => string | undefined;
 }
@@ -115,6 +119,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     seedExamples: flag('SEED_EXAMPLES', database.kind === 'sqlite' && schemaMode === 'own'),
     maxQueryDepth: integer('MAX_QUERY_DEPTH', 12, 3, 100),
     maxQueuedRequests: integer('MAX_QUEUED_REQUESTS', 1000, 1, 1_000_000),
+    ui: flag('UI', true),
+    consoleDirectory: env.CONSOLE_DIRECTORY?.trim() ? path.resolve(env.CONSOLE_DIRECTORY.trim()) : null,
     readEnv: (name) => env[name],
   };
 

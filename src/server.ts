@@ -15,6 +15,7 @@ import { useServer } from 'graphql-ws/use/ws';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { Caller } from './auth/roles';
 import type { AppConfig } from './config';
+import { createConsoleRoutes } from './console/console-routes';
 import { createDataSource } from './db/data-source';
 import { checkSharedSchema } from './db/shared-schema';
 import type { GraphQLContext } from './graphql/context';
@@ -117,6 +118,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
     maxDepthRule({ n: config.maxQueryDepth, ignoreIntrospection: true, exposeLimits: true, onReject: [(context, error) => context?.reportError(error)], propagateOnRejection: false }),
   ];
   const httpServer = http.createServer();
+  const consoleRoutes = config.ui ? createConsoleRoutes(config.consoleDirectory ?? undefined) : null;
   const authenticate = async (authorization: unknown): Promise<{ caller: Caller | null; authProblem: string | null }> => {
     const header = typeof authorization === 'string' ? authorization.trim() : '';
     if (header === '') return { caller: null, authProblem: null };
@@ -244,6 +246,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         return sendJson(response, 503, { status: 'database unavailable' });
       }
     }
+    if (consoleRoutes?.handle(request, response, url.pathname)) return;
     if (url.pathname !== '/graphql') return sendJson(response, 404, { error: 'Not found. GraphQL is served at /graphql.' });
 
     const headers = new HeaderMap();
