@@ -14,7 +14,14 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { loadConfig } from '../src/config';
 
-const root = path.resolve(__dirname, '..', '..');
+/** The package root, from scripts/ (tests) or dist/scripts/ (npm start) alike. */
+function packageRoot(from: string): string {
+  let directory = from;
+  while (!fs.existsSync(path.join(directory, 'package.json')) && path.dirname(directory) !== directory) directory = path.dirname(directory);
+  return directory;
+}
+
+const root = packageRoot(__dirname);
 const outputDirectory = path.join(root, 'dist', 'console');
 const stampFile = path.join(outputDirectory, '.inputs-sha256');
 const INPUTS = ['console', 'src/client', 'package-lock.json'];
@@ -53,6 +60,8 @@ export function buildConsole(force: boolean): 'built' | 'current' {
   execFileSync(process.execPath, [path.join(root, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--config', path.join(root, 'console', 'vite.config.mts')], {
     cwd: root,
     stdio: 'inherit',
+    // Vite takes NODE_ENV from the environment when set (jest sets "test"): React must be its production build.
+    env: { ...process.env, NODE_ENV: 'production' },
   });
   gzipAssets(outputDirectory);
   fs.writeFileSync(stampFile, hash);

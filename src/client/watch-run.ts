@@ -81,6 +81,9 @@ async function* watch(options: WatchRunOptions): AsyncGenerator<RunStep, void, u
     const client = createClient({
       url,
       lazy: true,
+      // Kept open a moment after the server completes the trace, so that releasing the
+      // finished subscription never writes to a closing socket.
+      lazyCloseTimeout: 1000,
       retryAttempts: 0,
       connectionParams: { authorization: `Bearer ${options.token}` },
       ...(options.webSocketImpl !== undefined ? { webSocketImpl: options.webSocketImpl } : {}),

@@ -101,7 +101,7 @@ export function RunPage({ id }: { id: string }) {
     })();
 
     // Deltas are not stored: they show what the streaming call is writing now.
-    const deltas = createClient({ url: webSocketUrl(), connectionParams: { authorization: `Bearer ${token}` }, retryAttempts: 20 });
+    const deltas = createClient({ url: webSocketUrl(), connectionParams: { authorization: `Bearer ${token}` }, retryAttempts: 20, lazyCloseTimeout: 1000 });
     const unsubscribe = deltas.subscribe<{ runDeltas: Delta }>(
       { query: RunDeltasDocument.toString(), variables: { runId: id } },
       {
