@@ -25,6 +25,13 @@ describe('loadConfig', () => {
     expect(config.logLevel).toBe('info');
     expect(config.introspection).toBe(true);
     expect(config.maxQueuedRequests).toBe(1000);
+    expect(config.queryLimits).toEqual({ maxAliases: 30, maxTokens: 5000, maxCost: 10_000, maxResponseBytes: 16 * 1024 * 1024 });
+  });
+
+  it('reads the query limits and refuses values out of range', () => {
+    const config = loadConfig({ MAX_ALIASES: '5', MAX_QUERY_TOKENS: '800', MAX_QUERY_COST: '2000', MAX_RESPONSE_BYTES: '65536' });
+    expect(config.queryLimits).toEqual({ maxAliases: 5, maxTokens: 800, maxCost: 2000, maxResponseBytes: 65536 });
+    expect(problemsOf({ MAX_QUERY_COST: '0', MAX_RESPONSE_BYTES: 'lots' })).toEqual([expect.stringMatching(/^MAX_QUERY_COST/), expect.stringMatching(/^MAX_RESPONSE_BYTES/)]);
   });
 
   it('reads nothing but the environment it is given', () => {

@@ -26,12 +26,25 @@ export interface AppConfig {
   seedExamples: boolean;
   /** Deepest selection set a query may have. */
   maxQueryDepth: number;
+  /** Limits on one GraphQL document, over HTTP and graphql-ws alike (query-limits.ts). */
+  queryLimits: {
+    /** Aliased fields in a document. */
+    maxAliases: number;
+    /** Lexical tokens in a document; a longer one is refused while parsing. */
+    maxTokens: number;
+    /** Estimated cost of an operation: fields, times the rows a list may return. */
+    maxCost: number;
+    /** Largest answer to one operation, in bytes of JSON. */
+    maxResponseBytes: number;
+  };
   /** HTTP requests allowed to wait for their turn; beyond that a request gets 503 with Retry-After. */
   maxQueuedRequests: number;
   /** Serve the console (the pages at /, /playground and /runs); UI=false turns them off. */
   ui: boolean;
   /** Where the built console is read from; null: dist/console of this package. */
   consoleDirectory: string | null;
+  /** How often the tables TYPO3 may write are checked for external changes (ms). */
+  promptChangePollMs: number;
   /** Reads a provider key given as `env:NAME` at call time (behaviour.md §1). */
   readEnv: (name: string) => string | undefined;
 }
@@ -118,9 +131,16 @@ export function loadConfig(env: Env = process.env): AppConfig {
     bodyLimitBytes: integer('BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     seedExamples: flag('SEED_EXAMPLES', database.kind === 'sqlite' && schemaMode === 'own'),
     maxQueryDepth: integer('MAX_QUERY_DEPTH', 12, 3, 100),
+    queryLimits: {
+      maxAliases: integer('MAX_ALIASES', 30, 0, 10_000),
+      maxTokens: integer('MAX_QUERY_TOKENS', 5000, 100, 1_000_000),
+      maxCost: integer('MAX_QUERY_COST', 10_000, 10, 100_000_000),
+      maxResponseBytes: integer('MAX_RESPONSE_BYTES', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    },
     maxQueuedRequests: integer('MAX_QUEUED_REQUESTS', 1000, 1, 1_000_000),
     ui: flag('UI', true),
     consoleDirectory: env.CONSOLE_DIRECTORY?.trim() ? path.resolve(env.CONSOLE_DIRECTORY.trim()) : null,
+    promptChangePollMs: integer('PROMPT_CHANGE_POLL_MS', 2000, 100, 8000),
     readEnv: (name) => env[name],
   };
 

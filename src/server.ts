@@ -9,8 +9,16 @@ import type { AddressInfo } from 'node:net';
 import { ApolloServer, HeaderMap, type ApolloServerPlugin, type HTTPGraphQLRequest } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
-import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
-import { type ExecutionResult, type GraphQLError, type GraphQLSchema, validate as validateDocument, specifiedRules, type ValidationRule } from 'graphql';
+import {
+  type DocumentNode,
+  type ExecutionResult,
+  GraphQLError,
+  type GraphQLSchema,
+  NoSchemaIntrospectionCustomRule,
+  parse,
+  specifiedRules,
+  validate as validateDocument,
+} from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { Caller } from './auth/roles';
@@ -21,6 +29,7 @@ import { checkSharedSchema } from './db/shared-schema';
 import type { GraphQLContext } from './graphql/context';
 import { createErrorFormatter } from './graphql/format-error';
 import { createLoaders } from './graphql/loaders';
+import { costRefusal, oversizedAnswer, parseOptionsFor, type QueryLimits, validationRulesFor } from './graphql/query-limits';
 import { buildAppSchema } from './graphql/schema';
 import { createSharedSubscribe, expandPreSerialized, isPreSerialized } from './graphql/shared-subscriptions';
 import { CLIENT_GONE, HttpError, readBody } from './http-body';
@@ -32,6 +41,9 @@ import { createDatabaseSnippetSource } from './runs/database-snippet-source';
 import { createBuiltinToolRegistry } from './runs/tools/builtin-tools';
 import { InProcessTraceBus, RedisTraceBus, type TraceBus } from './runs/trace-bus';
 import { seedExamples } from './seed';
+import Redis from 'ioredis';
+import { PromptChangeDetector, RedisDetectorLease } from './prompt-history/change-detector';
+import { InProcessPromptEventBus, type PromptEventBus, RedisPromptEventBus } from './prompt-history/prompt-event-bus';
 import { createCoreServices, type Services } from './services';
 import { loadOrCreateKeyFile, SecretBox } from './shared/secret-box';
 
@@ -64,6 +76,9 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
   const logger = options.logger ?? createLogger(config.logLevel);
   const { dataSource, dialect } = await createDataSource({ database: config.database, schemaMode: config.schemaMode, onQuery: options.onQuery });
   let bus: TraceBus | null = null;
+  let promptEvents: PromptEventBus | null = null;
+  let leaseClient: Redis | null = null;
+  let detector: PromptChangeDetector | null = null;
   try {
     if (config.schemaMode === 'shared') await checkSharedSchema(dataSource);
     if (config.runMigrations) {
@@ -73,15 +88,21 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
 
     const secretKey = config.secretKey ?? (config.database.kind === 'sqlite' ? loadOrCreateKeyFile(config.database.dataDirectory) : null);
     if (!secretKey) throw new Error('SECRET_KEY is required');
-    const core = createCoreServices(dataSource, dialect, config, new SecretBox(secretKey), logger);
-
     if (config.redisUrl) {
       const redisBus = new RedisTraceBus(config.redisUrl, logger);
       bus = redisBus;
       await redisBus.ready();
+      const redisPromptEvents = new RedisPromptEventBus(config.redisUrl, databaseKey(config), logger);
+      promptEvents = redisPromptEvents;
+      await redisPromptEvents.ready();
     } else {
       bus = new InProcessTraceBus();
+      promptEvents = new InProcessPromptEventBus();
     }
+    const core = createCoreServices(dataSource, dialect, config, new SecretBox(secretKey), logger, promptEvents);
+    if (config.redisUrl) leaseClient = new Redis(config.redisUrl, { maxRetriesPerRequest: 3 });
+    const lease = leaseClient ? new RedisDetectorLease(leaseClient, databaseKey(config), Math.max(10_000, config.promptChangePollMs * 3)) : null;
+    detector = new PromptChangeDetector(dataSource, core.history, core.writeLock, logger, config.promptChangePollMs, lease);
     const runs = new RunService(
       dataSource,
       core.configurations,
@@ -101,22 +122,31 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
     if (config.seedExamples && (await seedExamples(services))) logger.info('seeded the example data set into the empty database');
     await runs.recoverInterrupted();
     runs.startHousekeeping();
+    detector.start();
 
-    return await listen(config, services, logger, bus);
+    const background = { promptEvents, detector, leaseClient };
+    return await listen(config, services, logger, bus, background);
   } catch (error) {
     await bus?.close();
+    await detector?.stop();
+    await promptEvents?.close();
+    leaseClient?.disconnect();
     await dataSource.destroy().catch(() => undefined);
     throw error;
   }
 }
 
-async function listen(config: AppConfig, services: Services, logger: Logger, bus: TraceBus): Promise<RunningServer> {
+interface PromptBackground {
+  promptEvents: PromptEventBus;
+  detector: PromptChangeDetector;
+  leaseClient: Redis | null;
+}
+
+async function listen(config: AppConfig, services: Services, logger: Logger, bus: TraceBus, background: PromptBackground): Promise<RunningServer> {
   const schema = await getSchema();
-  // Reported as a validation error rather than thrown: a rule that throws makes
-  // Apollo treat the refusal as an internal failure (masked, no useful message).
-  const validationRules: ValidationRule[] = [
-    maxDepthRule({ n: config.maxQueryDepth, ignoreIntrospection: true, exposeLimits: true, onReject: [(context, error) => context?.reportError(error)], propagateOnRejection: false }),
-  ];
+  const limits: QueryLimits = { maxDepth: config.maxQueryDepth, ...config.queryLimits };
+  const validationRules = validationRulesFor(limits);
+  const parseOptions = parseOptionsFor(limits);
   const httpServer = http.createServer();
   const consoleRoutes = config.ui ? createConsoleRoutes(config.consoleDirectory ?? undefined) : null;
   const authenticate = async (authorization: unknown): Promise<{ caller: Caller | null; authProblem: string | null }> => {
@@ -139,6 +169,8 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
   const formatResult = <T extends ExecutionResult>(result: T): T =>
     result.errors?.length ? { ...result, errors: formatErrors(result.errors) as unknown as GraphQLError[] } : result;
   const sharedSubscribe = createSharedSubscribe({ contextKey: (context) => (context as GraphQLContext).caller?.role ?? null, finish: formatResult });
+  // Apollo adds the introspection rule itself when INTROSPECTION=false; graphql-ws needs it here.
+  const wsValidationRules = [...specifiedRules, ...validationRules, ...(config.introspection ? [] : [NoSchemaIntrospectionCustomRule])];
   const wsServer = new WebSocketServer({ server: httpServer, path: '/graphql', maxPayload: config.bodyLimitBytes });
   const batcher = new SocketBatcher(WS_BATCH_WINDOW_MS);
   // Pre-serialised results are spliced in, and each socket's messages of a moment leave together.
@@ -146,6 +178,20 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
   const wsCleanup = useServer<Record<string, unknown>, { context?: GraphQLContext }>(
     {
       schema,
+      // Every operation over the socket is parsed, validated and costed here, by the same rules as over HTTP.
+      onSubscribe: (_ctx, _id, payload) => {
+        let document: DocumentNode;
+        try {
+          document = parse(payload.query, parseOptions);
+        } catch (error) {
+          return [withCode(error, 'GRAPHQL_PARSE_FAILED')];
+        }
+        const errors = validateDocument(schema, document, wsValidationRules);
+        if (errors.length > 0) return errors.map((error) => withCode(error, 'GRAPHQL_VALIDATION_FAILED'));
+        const refusal = costRefusal(limits, schema, document, payload.variables, payload.operationName);
+        if (refusal) return [refusal];
+        return { schema, document, variableValues: payload.variables, operationName: payload.operationName };
+      },
       onConnect: async (ctx) => {
         const context = await contextFor(ctx.connectionParams?.authorization, crypto.randomUUID());
         if (!context.caller) return false; // graphql-ws closes with 4403 Forbidden
@@ -156,10 +202,12 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
       // An event is executed and serialised once for all subscribers with the same operation.
       subscribe: sharedSubscribe,
       // Errors over the socket get the same codes and masking as over HTTP (shared results are formatted already).
-      onNext: (_ctx, _id, _payload, _args, result) => (isPreSerialized(result) ? result : formatResult(result)),
+      onNext: (_ctx, _id, _payload, _args, result) => {
+        const oversized = oversizedAnswer(limits, isPreSerialized(result) ? result.json : JSON.stringify(result));
+        if (oversized) return formatResult(oversized);
+        return isPreSerialized(result) ? result : formatResult(result);
+      },
       onError: (_ctx, _id, _payload, errors) => formatErrors(errors) as unknown as GraphQLError[],
-      // The same depth limit as over HTTP.
-      validate: (s, document) => validateDocument(s, document, [...specifiedRules, ...validationRules]),
     },
     wsServer,
   );
@@ -173,6 +221,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
     stopOnTerminationSignals: false,
     includeStacktraceInErrorResponses: false,
     validationRules,
+    parseOptions,
     formatError,
     plugins: [
       ApolloServerPluginCacheControlDisabled(),
@@ -183,6 +232,17 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         },
       },
       jsonClientStatusPlugin(),
+      {
+        // The cost needs the variables, which validation rules do not see.
+        async requestDidStart() {
+          return {
+            async didResolveOperation({ request, document, operationName }) {
+              const refusal = costRefusal(limits, schema, document, request.variables, operationName);
+              if (refusal) throw refusal;
+            },
+          };
+        },
+      },
     ],
   });
   await apollo.start();
@@ -292,6 +352,13 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
     for (const [key, value] of result.headers) response.setHeader(key, value);
     response.statusCode = status;
     if (result.body.kind === 'complete') {
+      const oversized = oversizedAnswer(limits, result.body.string);
+      if (oversized) {
+        response.removeHeader('content-length');
+        response.statusCode = 200;
+        response.end(JSON.stringify(formatResult(oversized)));
+        return;
+      }
       response.end(result.body.string);
       return;
     }
@@ -317,6 +384,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
     stop: () =>
       (stopping ??= (async () => {
         services.runs.stopHousekeeping();
+        await background.detector.stop();
         await services.runs.drain(true);
         logger.debug('runs drained; closing HTTP');
         await apollo.stop();
@@ -324,6 +392,8 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         logger.debug('HTTP closed; closing WebSockets');
         await new Promise<void>((resolve) => wsServer.close(() => resolve()));
         await bus.close();
+        await background.promptEvents.close();
+        background.leaseClient?.disconnect();
         logger.debug('closing the database');
         await services.dataSource.destroy();
         logger.info('stopped');
@@ -331,10 +401,22 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
   };
 }
 
+/** Names the database for Redis channels and locks: instances on one database share them, others never do. */
+export function databaseKey(config: AppConfig): string {
+  const identity = config.database.kind === 'sqlite' ? config.database.file : config.database.url.replace(/\/\/[^@]*@/, '//');
+  return crypto.createHash('sha256').update(identity).digest('hex').slice(0, 16);
+}
+
 /** Longest a WebSocket message is held to leave together with others (see SocketBatcher). */
 const WS_BATCH_WINDOW_MS = 2;
 
 const REQUEST_ID_PATTERN = /^[\w.:-]{1,100}$/;
+
+/** A graphql-js error (parse or validation) carrying the code Apollo gives it over HTTP. */
+function withCode(error: unknown, code: string): GraphQLError {
+  if (error instanceof GraphQLError) return new GraphQLError(error.message, { nodes: error.nodes, source: error.source, positions: error.positions, extensions: { ...error.extensions, code } });
+  return new GraphQLError(error instanceof Error ? error.message : String(error), { extensions: { code } });
+}
 
 function sendJson(response: ServerResponse, status: number, payload: unknown): void {
   response.statusCode = status;

@@ -8,6 +8,8 @@ import { ConfigurationService } from './configurations/configuration.service';
 import type { Dialect } from './db/data-source';
 import type { Logger } from './logger';
 import { ModelService } from './providers/model.service';
+import type { PromptEventBus } from './prompt-history/prompt-event-bus';
+import { PromptHistoryService } from './prompt-history/prompt-history.service';
 import { ProviderTester } from './providers/provider-tester';
 import { ProviderService } from './providers/provider.service';
 import type { RunService } from './runs/run.service';
@@ -26,24 +28,30 @@ export interface Services {
   skills: SkillService;
   tokens: ApiTokenService;
   providerTester: ProviderTester;
+  history: PromptHistoryService;
+  /** Serialises writes per table in this process (identifier checks, version numbers). */
+  writeLock: KeyedMutex;
   runs: RunService;
 }
 
 export type CoreServices = Omit<Services, 'runs'>;
 
-export function createCoreServices(dataSource: DataSource, dialect: Dialect, config: AppConfig, secrets: SecretBox, logger: Logger): CoreServices {
+export function createCoreServices(dataSource: DataSource, dialect: Dialect, config: AppConfig, secrets: SecretBox, logger: Logger, promptEvents: PromptEventBus): CoreServices {
   const writeLock = new KeyedMutex();
+  const history = new PromptHistoryService(dataSource, promptEvents);
   const providers = new ProviderService(dataSource, writeLock, secrets, config.readEnv);
   const models = new ModelService(dataSource, writeLock);
   return {
     dataSource,
     dialect,
-    snippets: new SnippetService(dataSource, writeLock),
+    snippets: new SnippetService(dataSource, writeLock, history),
     providers,
     models,
-    configurations: new ConfigurationService(dataSource, writeLock),
-    skills: new SkillService(dataSource, writeLock),
+    configurations: new ConfigurationService(dataSource, writeLock, history),
+    skills: new SkillService(dataSource, writeLock, history),
     tokens: new ApiTokenService(dataSource, logger),
     providerTester: new ProviderTester(providers, models, logger),
+    history,
+    writeLock,
   };
 }

@@ -2,8 +2,10 @@ import type { GraphQLResolveInfo } from 'graphql';
 import { Arg, Authorized, Ctx, FieldResolver, Info, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import { Role } from '../auth/roles';
 import type { GraphQLContext } from '../graphql/context';
+import { COMPOSED_PROMPT_COST } from '../graphql/query-limits';
 import { JSONScalar } from '../graphql/scalars';
 import { LlmModel, toLlmModel } from '../providers/provider.types';
+import { ConfigurationVersion, toConfigurationVersion, toVersionDiff, VersionDiffView } from '../prompt-history/prompt-history.types';
 import { BadUserInputError } from '../shared/errors';
 import { Skill, toSkill } from '../skills/skill.types';
 import { PromptSnippet } from '../snippets/snippet.types';
@@ -63,12 +65,13 @@ export class ConfigurationResolver {
     return loaders.snippetViews(selectedSnippetsOf(configuration.entity, await loaders.activeSnippets()));
   }
 
-  @FieldResolver(() => String, { description: 'The system prompt with the snippet block appended, byte for byte as TYPO3 composes it.' })
+  @FieldResolver(() => String, { description: 'The system prompt with the snippet block appended, byte for byte as TYPO3 composes it.', complexity: COMPOSED_PROMPT_COST })
   async effectiveSystemPrompt(@Root() configuration: LlmConfiguration, @Ctx() { loaders }: GraphQLContext): Promise<string> {
     return effectiveSystemPromptOf(configuration.entity, await loaders.activeSnippets());
   }
 
   @FieldResolver(() => JSONScalar, {
+    complexity: COMPOSED_PROMPT_COST,
     description: 'The call options a model call with this configuration sends (behaviour.md §5): typed parameters, the options JSON merged over them, the effective system prompt, and the max_tokens fallback.',
   })
   async callOptions(@Root() configuration: LlmConfiguration, @Ctx() { loaders }: GraphQLContext): Promise<Record<string, unknown>> {
@@ -84,23 +87,49 @@ export class ConfigurationResolver {
 
   @Authorized(Role.EDITOR)
   @Mutation(() => LlmConfiguration)
-  async createConfiguration(@Ctx() { services }: GraphQLContext, @Arg('input', () => CreateConfigurationInput) input: CreateConfigurationInput): Promise<LlmConfiguration> {
-    return toLlmConfiguration(await services.configurations.create(input));
+  async createConfiguration(@Ctx() { services, caller }: GraphQLContext, @Arg('input', () => CreateConfigurationInput) input: CreateConfigurationInput): Promise<LlmConfiguration> {
+    return toLlmConfiguration(await services.configurations.create(input, caller?.name ?? null));
   }
 
   @Authorized(Role.EDITOR)
   @Mutation(() => LlmConfiguration)
   async updateConfiguration(
-    @Ctx() { services }: GraphQLContext,
+    @Ctx() { services, caller }: GraphQLContext,
     @Arg('uid', () => Int) uid: number,
     @Arg('input', () => UpdateConfigurationInput) input: UpdateConfigurationInput,
   ): Promise<LlmConfiguration> {
-    return toLlmConfiguration(await services.configurations.update(uid, input));
+    return toLlmConfiguration(await services.configurations.update(uid, input, caller?.name ?? null));
   }
 
   @Authorized(Role.EDITOR)
   @Mutation(() => Boolean)
-  async deleteConfiguration(@Ctx() { services }: GraphQLContext, @Arg('uid', () => Int) uid: number): Promise<boolean> {
-    return services.configurations.delete(uid);
+  async deleteConfiguration(@Ctx() { services, caller }: GraphQLContext, @Arg('uid', () => Int) uid: number): Promise<boolean> {
+    return services.configurations.delete(uid, caller?.name ?? null);
+  }
+
+  @FieldResolver(() => [ConfigurationVersion], { description: 'Newest first; version 1 is the first state the service saw.' })
+  async versions(@Root() configuration: LlmConfiguration, @Ctx() { services }: GraphQLContext): Promise<ConfigurationVersion[]> {
+    return (await services.history.versions('configuration', configuration.uid)).map(toConfigurationVersion);
+  }
+
+  @Authorized(Role.VIEWER)
+  @Query(() => VersionDiffView, { description: 'Field-level and text diff (of the system prompt) between two versions of a configuration.' })
+  async configurationVersionDiff(
+    @Ctx() { services }: GraphQLContext,
+    @Arg('uid', () => Int) uid: number,
+    @Arg('from', () => Int) from: number,
+    @Arg('to', () => Int) to: number,
+  ): Promise<VersionDiffView> {
+    return toVersionDiff(await services.history.diff('configuration', uid, from, to));
+  }
+
+  @Authorized(Role.EDITOR)
+  @Mutation(() => LlmConfiguration, { description: 'Writes the content of a stored version back (the identifier stays); stored as a new version.' })
+  async restoreConfiguration(
+    @Ctx() { services, caller }: GraphQLContext,
+    @Arg('uid', () => Int) uid: number,
+    @Arg('version', () => Int) version: number,
+  ): Promise<LlmConfiguration> {
+    return toLlmConfiguration(await services.configurations.restore(uid, version, caller?.name ?? null));
   }
 }

@@ -3,7 +3,9 @@ import { getEntities, getPreparedEntityRows } from '../db/raw-rows';
 import { assertIdentifierAvailable, checkPage, findLiveByIdentifierOrFail, findLiveOrFail, normalizeIdentifier, optionalText, type Page, requireName, liveRowsInListOrder, newRecordColumns } from '../db/record-rules';
 import { ModelEntity } from '../providers/model.entity';
 import { ProviderEntity } from '../providers/provider.entity';
-import { BadUserInputError } from '../shared/errors';
+import type { PromptHistoryService } from '../prompt-history/prompt-history.service';
+import type { ConfigurationState } from '../prompt-history/version-state';
+import { BadUserInputError, ConflictError } from '../shared/errors';
 import type { KeyedMutex } from '../shared/keyed-mutex';
 import { unixNow } from '../shared/time';
 import { SkillEntity } from '../skills/skill.entity';
@@ -95,6 +97,7 @@ export class ConfigurationService {
   constructor(
     private readonly dataSource: DataSource,
     private readonly writeLock: KeyedMutex,
+    private readonly history: PromptHistoryService,
   ) {}
 
   async list(page: Page): Promise<ConfigurationEntity[]> {
@@ -169,9 +172,10 @@ export class ConfigurationService {
     return result;
   }
 
-  async create(input: ConfigurationWrite): Promise<ConfigurationEntity> {
+  /** `author` is the token name behind the write; it is stored with the version. */
+  async create(input: ConfigurationWrite, author: string | null = null): Promise<ConfigurationEntity> {
     const identifier = normalizeIdentifier(input.identifier ?? '');
-    return this.writeLock.run('tx_nrllm_configuration', () =>
+    const [saved, change] = await this.writeLock.run('tx_nrllm_configuration', () =>
       this.dataSource.transaction(async (manager) => {
         await assertIdentifierAvailable(manager, ConfigurationEntity, identifier, null, 'configuration');
         const now = unixNow();
@@ -195,36 +199,77 @@ export class ConfigurationService {
         });
         const skillUids = await this.applyWrite(manager, row, { ...input, identifier }, true);
         if (skillUids) row.skills = skillUids.length;
-        const saved = await manager.save(row);
-        if (skillUids) await this.replaceSkills(manager, saved.uid, skillUids);
-        return saved;
+        const created = await manager.save(row);
+        if (skillUids) await this.replaceSkills(manager, created.uid, skillUids);
+        return [created, await this.recordVersion(manager, created, null, author)] as const;
       }),
     );
+    this.history.announce(change);
+    return saved;
   }
 
-  async update(uid: number, input: ConfigurationWrite): Promise<ConfigurationEntity> {
+  async update(uid: number, input: ConfigurationWrite, author: string | null = null): Promise<ConfigurationEntity> {
     const identifier = input.identifier === undefined ? undefined : normalizeIdentifier(input.identifier);
-    return this.writeLock.run('tx_nrllm_configuration', () =>
+    return this.change(uid, author, async (manager, row) => {
+      if (identifier !== undefined) await assertIdentifierAvailable(manager, ConfigurationEntity, identifier, uid, 'configuration');
+      const skillUids = await this.applyWrite(manager, row, { ...input, identifier }, false);
+      if (skillUids) {
+        row.skills = skillUids.length;
+        await this.replaceSkills(manager, uid, skillUids);
+      }
+    });
+  }
+
+  /**
+   * Writes a stored version's content back (the identifier stays); the result
+   * is a new version. A model or skill deleted since cannot come back: CONFLICT.
+   */
+  async restore(uid: number, version: number, author: string | null = null): Promise<ConfigurationEntity> {
+    const { state } = await this.history.version('configuration', uid, version);
+    return this.change(uid, author, async (manager, row) => {
+      if (state.modelUid && !(await manager.getRepository(ModelEntity).findOne({ where: { uid: state.modelUid, deleted: false } }))) {
+        throw new ConflictError(`Version ${version} uses the model "${state.model}", which no longer exists`, 'version');
+      }
+      const skillUids: number[] = [];
+      for (const skillUid of state.skillUids) {
+        if (await manager.getRepository(SkillEntity).findOne({ where: { uid: skillUid, deleted: false } })) skillUids.push(skillUid);
+      }
+      const restored: Partial<ConfigurationState> = { ...state };
+      delete restored.identifier;
+      delete restored.model;
+      delete restored.skillUids;
+      delete restored.deleted;
+      Object.assign(row, restored, { skills: skillUids.length });
+      await this.replaceSkills(manager, uid, skillUids);
+    });
+  }
+
+  async delete(uid: number, author: string | null = null): Promise<boolean> {
+    await this.change(uid, author, async (_manager, row) => {
+      row.deleted = true;
+    });
+    return true;
+  }
+
+  /** One write to a live row: lock, change, stamp, save, store the version; announced after commit. */
+  private async change(uid: number, author: string | null, apply: (manager: EntityManager, row: ConfigurationEntity) => Promise<void>): Promise<ConfigurationEntity> {
+    const [saved, change] = await this.writeLock.run('tx_nrllm_configuration', () =>
       this.dataSource.transaction(async (manager) => {
         const row = await findLiveOrFail(manager, ConfigurationEntity, uid, 'configuration');
-        if (identifier !== undefined) await assertIdentifierAvailable(manager, ConfigurationEntity, identifier, uid, 'configuration');
-        const skillUids = await this.applyWrite(manager, row, { ...input, identifier }, false);
-        if (skillUids) {
-          row.skills = skillUids.length;
-          await this.replaceSkills(manager, uid, skillUids);
-        }
+        const previous = await this.history.configurationState(manager, row);
+        await apply(manager, row);
         row.tstamp = unixNow();
-        return manager.save(row);
+        const updated = await manager.save(row);
+        return [updated, await this.recordVersion(manager, updated, previous, author)] as const;
       }),
     );
+    this.history.announce(change);
+    return saved;
   }
 
-  async delete(uid: number): Promise<boolean> {
-    return this.dataSource.transaction(async (manager) => {
-      await findLiveOrFail(manager, ConfigurationEntity, uid, 'configuration');
-      await manager.update(ConfigurationEntity, { uid }, { deleted: true, tstamp: unixNow() });
-      return true;
-    });
+  private async recordVersion(manager: EntityManager, row: ConfigurationEntity, previous: ConfigurationState | null, author: string | null) {
+    const state = await this.history.configurationState(manager, row);
+    return this.history.record(manager, { kind: 'configuration', uid: row.uid, state, previous, origin: { source: 'api', author } });
   }
 
   private async replaceSkills(manager: EntityManager, configurationUid: number, skillUids: number[]): Promise<void> {

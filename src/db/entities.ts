@@ -1,6 +1,7 @@
 import { ApiTokenEntity } from '../auth/api-token.entity';
 import { ConfigurationSkillEntity } from '../configurations/configuration-skill.entity';
 import { ConfigurationEntity } from '../configurations/configuration.entity';
+import { PromptVersionEntity } from '../prompt-history/prompt-version.entity';
 import { ModelPriceEntity } from '../providers/model-price.entity';
 import { ModelEntity } from '../providers/model.entity';
 import { ProviderEntity } from '../providers/provider.entity';
@@ -23,6 +24,6 @@ export const typo3Entities = [
 ];
 
 /** The service's own tables (`promptwire_*`). */
-export const ownEntities = [ApiTokenEntity, ModelPriceEntity, RunLeaseEntity];
+export const ownEntities = [ApiTokenEntity, ModelPriceEntity, RunLeaseEntity, PromptVersionEntity];
 
 export const allEntities = [...typo3Entities, ...ownEntities];

@@ -1,6 +1,7 @@
-import { Arg, Authorized, Ctx, Int, Mutation, Query, Resolver } from 'type-graphql';
+import { Arg, Authorized, Ctx, FieldResolver, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import { Role } from '../auth/roles';
 import type { GraphQLContext } from '../graphql/context';
+import { SkillVersion, toSkillVersion, toVersionDiff, VersionDiffView } from '../prompt-history/prompt-history.types';
 import { CreateSkillInput, Skill, toSkill, UpdateSkillInput } from './skill.types';
 
 @Resolver(() => Skill)
@@ -13,19 +14,35 @@ export class SkillResolver {
 
   @Authorized(Role.EDITOR)
   @Mutation(() => Skill, { description: 'The body written here is the reviewed one: its checksum is recorded.' })
-  async createSkill(@Ctx() { services }: GraphQLContext, @Arg('input', () => CreateSkillInput) input: CreateSkillInput): Promise<Skill> {
-    return toSkill(await services.skills.create(input));
+  async createSkill(@Ctx() { services, caller }: GraphQLContext, @Arg('input', () => CreateSkillInput) input: CreateSkillInput): Promise<Skill> {
+    return toSkill(await services.skills.create(input, caller?.name ?? null));
   }
 
   @Authorized(Role.EDITOR)
   @Mutation(() => Skill)
-  async updateSkill(@Ctx() { services }: GraphQLContext, @Arg('uid', () => Int) uid: number, @Arg('input', () => UpdateSkillInput) input: UpdateSkillInput): Promise<Skill> {
-    return toSkill(await services.skills.update(uid, input));
+  async updateSkill(@Ctx() { services, caller }: GraphQLContext, @Arg('uid', () => Int) uid: number, @Arg('input', () => UpdateSkillInput) input: UpdateSkillInput): Promise<Skill> {
+    return toSkill(await services.skills.update(uid, input, caller?.name ?? null));
   }
 
   @Authorized(Role.EDITOR)
   @Mutation(() => Boolean)
-  async deleteSkill(@Ctx() { services }: GraphQLContext, @Arg('uid', () => Int) uid: number): Promise<boolean> {
-    return services.skills.delete(uid);
+  async deleteSkill(@Ctx() { services, caller }: GraphQLContext, @Arg('uid', () => Int) uid: number): Promise<boolean> {
+    return services.skills.delete(uid, caller?.name ?? null);
+  }
+
+  @FieldResolver(() => [SkillVersion], { description: 'Newest first; version 1 is the first state the service saw.' })
+  async versions(@Root() skill: Skill, @Ctx() { services }: GraphQLContext): Promise<SkillVersion[]> {
+    return (await services.history.versions('skill', skill.uid)).map(toSkillVersion);
+  }
+
+  @Authorized(Role.VIEWER)
+  @Query(() => VersionDiffView, { description: 'Field-level and text diff (of the body) between two versions of a skill.' })
+  async skillVersionDiff(
+    @Ctx() { services }: GraphQLContext,
+    @Arg('uid', () => Int) uid: number,
+    @Arg('from', () => Int) from: number,
+    @Arg('to', () => Int) to: number,
+  ): Promise<VersionDiffView> {
+    return toVersionDiff(await services.history.diff('skill', uid, from, to));
   }
 }

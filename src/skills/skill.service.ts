@@ -1,6 +1,9 @@
 import crypto from 'node:crypto';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { assertIdentifierAvailable, findLiveOrFail, normalizeIdentifier, optionalText, requireName, newRecordColumns } from '../db/record-rules';
+import type { PromptHistoryService } from '../prompt-history/prompt-history.service';
+import { skillStateOf } from '../prompt-history/record-states';
+import type { SkillState } from '../prompt-history/version-state';
 import { BadUserInputError } from '../shared/errors';
 import type { KeyedMutex } from '../shared/keyed-mutex';
 import { unixNow } from '../shared/time';
@@ -22,6 +25,7 @@ export class SkillService {
   constructor(
     private readonly dataSource: DataSource,
     private readonly writeLock: KeyedMutex,
+    private readonly history: PromptHistoryService,
   ) {}
 
   async list(): Promise<SkillEntity[]> {
@@ -37,38 +41,54 @@ export class SkillService {
    * what was written. A body changed elsewhere without its checksum stays out
    * of runs (behaviour.md §6).
    */
-  async create(input: SkillWrite): Promise<SkillEntity> {
+  async create(input: SkillWrite, author: string | null = null): Promise<SkillEntity> {
     const identifier = normalizeIdentifier(input.identifier ?? '');
-    return this.writeLock.run('tx_nrllm_skill', () =>
+    const [saved, change] = await this.writeLock.run('tx_nrllm_skill', () =>
       this.dataSource.transaction(async (manager) => {
         await assertIdentifierAvailable(manager, SkillEntity, identifier, null, 'skill');
         const now = unixNow();
         const row = manager.create(SkillEntity, { ...newRecordColumns(now), description: null, enabled: false, orphaned: false });
         applyWrite(row, { ...input, identifier }, true);
-        return manager.save(row);
+        const created = await manager.save(row);
+        return [created, await this.recordVersion(manager, created, null, author)] as const;
       }),
     );
+    this.history.announce(change);
+    return saved;
   }
 
-  async update(uid: number, input: SkillWrite): Promise<SkillEntity> {
+  async update(uid: number, input: SkillWrite, author: string | null = null): Promise<SkillEntity> {
     const identifier = input.identifier === undefined ? undefined : normalizeIdentifier(input.identifier);
-    return this.writeLock.run('tx_nrllm_skill', () =>
+    return this.change(uid, author, async (manager, row) => {
+      if (identifier !== undefined) await assertIdentifierAvailable(manager, SkillEntity, identifier, uid, 'skill');
+      applyWrite(row, { ...input, identifier }, false);
+    });
+  }
+
+  async delete(uid: number, author: string | null = null): Promise<boolean> {
+    await this.change(uid, author, async (_manager, row) => {
+      row.deleted = true;
+    });
+    return true;
+  }
+
+  private async change(uid: number, author: string | null, apply: (manager: EntityManager, row: SkillEntity) => Promise<void>): Promise<SkillEntity> {
+    const [saved, change] = await this.writeLock.run('tx_nrllm_skill', () =>
       this.dataSource.transaction(async (manager) => {
         const row = await findLiveOrFail(manager, SkillEntity, uid, 'skill');
-        if (identifier !== undefined) await assertIdentifierAvailable(manager, SkillEntity, identifier, uid, 'skill');
-        applyWrite(row, { ...input, identifier }, false);
+        const previous = skillStateOf(row);
+        await apply(manager, row);
         row.tstamp = unixNow();
-        return manager.save(row);
+        const updated = await manager.save(row);
+        return [updated, await this.recordVersion(manager, updated, previous, author)] as const;
       }),
     );
+    this.history.announce(change);
+    return saved;
   }
 
-  async delete(uid: number): Promise<boolean> {
-    return this.dataSource.transaction(async (manager) => {
-      await findLiveOrFail(manager, SkillEntity, uid, 'skill');
-      await manager.update(SkillEntity, { uid }, { deleted: true, tstamp: unixNow() });
-      return true;
-    });
+  private recordVersion(manager: EntityManager, row: SkillEntity, previous: SkillState | null, author: string | null) {
+    return this.history.record(manager, { kind: 'skill', uid: row.uid, state: skillStateOf(row), previous, origin: { source: 'api', author } });
   }
 }
 

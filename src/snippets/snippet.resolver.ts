@@ -1,6 +1,7 @@
-import { Arg, Authorized, Ctx, Int, Mutation, Query, Resolver } from 'type-graphql';
+import { Arg, Authorized, Ctx, FieldResolver, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import { Role } from '../auth/roles';
 import type { GraphQLContext } from '../graphql/context';
+import { SnippetVersion, toSnippetVersion, toVersionDiff, VersionDiffView } from '../prompt-history/prompt-history.types';
 import { BadUserInputError } from '../shared/errors';
 import { CreateSnippetInput, PromptSnippet, toPromptSnippet, UpdateSnippetInput } from './snippet.types';
 
@@ -41,23 +42,49 @@ export class SnippetResolver {
 
   @Authorized(Role.EDITOR)
   @Mutation(() => PromptSnippet)
-  async createSnippet(@Ctx() { services }: GraphQLContext, @Arg('input', () => CreateSnippetInput) input: CreateSnippetInput): Promise<PromptSnippet> {
-    return toPromptSnippet(await services.snippets.create(input));
+  async createSnippet(@Ctx() { services, caller }: GraphQLContext, @Arg('input', () => CreateSnippetInput) input: CreateSnippetInput): Promise<PromptSnippet> {
+    return toPromptSnippet(await services.snippets.create(input, caller?.name ?? null));
   }
 
   @Authorized(Role.EDITOR)
   @Mutation(() => PromptSnippet)
   async updateSnippet(
-    @Ctx() { services }: GraphQLContext,
+    @Ctx() { services, caller }: GraphQLContext,
     @Arg('uid', () => Int) uid: number,
     @Arg('input', () => UpdateSnippetInput) input: UpdateSnippetInput,
   ): Promise<PromptSnippet> {
-    return toPromptSnippet(await services.snippets.update(uid, input));
+    return toPromptSnippet(await services.snippets.update(uid, input, caller?.name ?? null));
   }
 
   @Authorized(Role.EDITOR)
   @Mutation(() => Boolean, { description: 'Soft delete: the row stays with deleted = 1 and its identifier becomes reusable.' })
-  async deleteSnippet(@Ctx() { services }: GraphQLContext, @Arg('uid', () => Int) uid: number): Promise<boolean> {
-    return services.snippets.delete(uid);
+  async deleteSnippet(@Ctx() { services, caller }: GraphQLContext, @Arg('uid', () => Int) uid: number): Promise<boolean> {
+    return services.snippets.delete(uid, caller?.name ?? null);
+  }
+
+  @FieldResolver(() => [SnippetVersion], { description: 'Newest first; version 1 is the first state the service saw.' })
+  async versions(@Root() snippet: PromptSnippet, @Ctx() { services }: GraphQLContext): Promise<SnippetVersion[]> {
+    return (await services.history.versions('snippet', snippet.uid)).map(toSnippetVersion);
+  }
+
+  @Authorized(Role.VIEWER)
+  @Query(() => VersionDiffView, { description: 'Field-level and text diff between two versions of a snippet.' })
+  async snippetVersionDiff(
+    @Ctx() { services }: GraphQLContext,
+    @Arg('uid', () => Int) uid: number,
+    @Arg('from', () => Int) from: number,
+    @Arg('to', () => Int) to: number,
+  ): Promise<VersionDiffView> {
+    return toVersionDiff(await services.history.diff('snippet', uid, from, to));
+  }
+
+  @Authorized(Role.EDITOR)
+  @Mutation(() => PromptSnippet, { description: 'Writes the content of a stored version back (the identifier stays); stored as a new version.' })
+  async restoreSnippet(
+    @Ctx() { services, caller }: GraphQLContext,
+    @Arg('uid', () => Int) uid: number,
+    @Arg('version', () => Int) version: number,
+  ): Promise<PromptSnippet> {
+    return toPromptSnippet(await services.snippets.restore(uid, version, caller?.name ?? null));
   }
 }

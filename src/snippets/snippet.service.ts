@@ -1,6 +1,8 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { getEntities, getPreparedEntities } from '../db/raw-rows';
 import { assertIdentifierAvailable, checkPage, findLiveOrFail, normalizeIdentifier, optionalText, type Page, requireName, liveRowsInListOrder, newRecordColumns } from '../db/record-rules';
+import type { PromptHistoryService } from '../prompt-history/prompt-history.service';
+import { snippetStateOf } from '../prompt-history/record-states';
 import { BadUserInputError, NotFoundError } from '../shared/errors';
 import type { KeyedMutex } from '../shared/keyed-mutex';
 import { unixNow } from '../shared/time';
@@ -34,6 +36,7 @@ export class SnippetService {
   constructor(
     private readonly dataSource: DataSource,
     private readonly writeLock: KeyedMutex,
+    private readonly history: PromptHistoryService,
   ) {}
 
   /**
@@ -97,9 +100,10 @@ export class SnippetService {
     return tagVocabulary(rows.map((row) => row.tags));
   }
 
-  async create(input: SnippetWrite): Promise<PromptSnippetEntity> {
+  /** `author` is the token name behind the write; it is stored with the version. */
+  async create(input: SnippetWrite, author: string | null = null): Promise<PromptSnippetEntity> {
     const identifier = normalizeIdentifier(input.identifier ?? '');
-    return this.writeLock.run('tx_nrllm_promptsnippet', () =>
+    const [saved, change] = await this.writeLock.run('tx_nrllm_promptsnippet', () =>
       this.dataSource.transaction(async (manager) => {
         await assertIdentifierAvailable(manager, PromptSnippetEntity, identifier, null, 'snippet');
         const now = unixNow();
@@ -112,30 +116,60 @@ export class SnippetService {
           metadata: null,
         });
         applyWrite(row, { ...input, identifier }, true);
-        return manager.save(row);
+        const created = await manager.save(row);
+        return [created, await this.recordVersion(manager, created, null, author)] as const;
       }),
     );
+    this.history.announce(change);
+    return saved;
   }
 
-  async update(uid: number, input: SnippetWrite): Promise<PromptSnippetEntity> {
+  async update(uid: number, input: SnippetWrite, author: string | null = null): Promise<PromptSnippetEntity> {
     const identifier = input.identifier === undefined ? undefined : normalizeIdentifier(input.identifier);
-    return this.writeLock.run('tx_nrllm_promptsnippet', () =>
+    return this.change(uid, author, async (manager, row) => {
+      if (identifier !== undefined) await assertIdentifierAvailable(manager, PromptSnippetEntity, identifier, uid, 'snippet');
+      applyWrite(row, { ...input, identifier }, false);
+    });
+  }
+
+  /** Writes a stored version's content back (the identifier stays); the result is a new version. */
+  async restore(uid: number, version: number, author: string | null = null): Promise<PromptSnippetEntity> {
+    const stored = await this.history.version('snippet', uid, version);
+    const { name, description, tags, snippet, metadata, isActive, hidden, sorting } = stored.state;
+    return this.change(uid, author, async (_manager, row) => {
+      Object.assign(row, { name, description, tags, snippet, metadata, isActive, hidden, sorting });
+    });
+  }
+
+  async delete(uid: number, author: string | null = null): Promise<boolean> {
+    await this.change(uid, author, async (_manager, row) => {
+      row.deleted = true;
+    });
+    return true;
+  }
+
+  /** One write to a live row: lock, change, stamp, save, store the version; announced after commit. */
+  private async change(
+    uid: number,
+    author: string | null,
+    apply: (manager: EntityManager, row: PromptSnippetEntity) => Promise<void>,
+  ): Promise<PromptSnippetEntity> {
+    const [saved, change] = await this.writeLock.run('tx_nrllm_promptsnippet', () =>
       this.dataSource.transaction(async (manager: EntityManager) => {
         const row = await findLiveOrFail(manager, PromptSnippetEntity, uid, 'snippet');
-        if (identifier !== undefined) await assertIdentifierAvailable(manager, PromptSnippetEntity, identifier, uid, 'snippet');
-        applyWrite(row, { ...input, identifier }, false);
+        const previous = snippetStateOf(row);
+        await apply(manager, row);
         row.tstamp = unixNow();
-        return manager.save(row);
+        const updated = await manager.save(row);
+        return [updated, await this.recordVersion(manager, updated, previous, author)] as const;
       }),
     );
+    this.history.announce(change);
+    return saved;
   }
 
-  async delete(uid: number): Promise<boolean> {
-    return this.dataSource.transaction(async (manager) => {
-      await findLiveOrFail(manager, PromptSnippetEntity, uid, 'snippet');
-      await manager.update(PromptSnippetEntity, { uid }, { deleted: true, tstamp: unixNow() });
-      return true;
-    });
+  private recordVersion(manager: EntityManager, row: PromptSnippetEntity, previous: ReturnType<typeof snippetStateOf> | null, author: string | null) {
+    return this.history.record(manager, { kind: 'snippet', uid: row.uid, state: snippetStateOf(row), previous, origin: { source: 'api', author } });
   }
 }
 

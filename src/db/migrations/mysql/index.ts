@@ -2,6 +2,7 @@
 import { InitialOwnMysql1795954286115 } from './1795954286115-initial-own';
 import { InitialTypo3Mysql1795954286115 } from './1795954286115-initial-typo3';
 import { AddRunLeaseOwnMysql1795955915443 } from './1795955915443-add-run-lease-own';
+import { AddPromptVersionsOwnMysql1796018541003 } from './1796018541003-add-prompt-versions-own';
 
 export const mysqlTypo3Migrations: Function[] = [InitialTypo3Mysql1795954286115];
-export const mysqlOwnMigrations: Function[] = [InitialOwnMysql1795954286115, AddRunLeaseOwnMysql1795955915443];
+export const mysqlOwnMigrations: Function[] = [InitialOwnMysql1795954286115, AddRunLeaseOwnMysql1795955915443, AddPromptVersionsOwnMysql1796018541003];

@@ -2,6 +2,7 @@
 import { InitialOwnSqlite1795954286115 } from './1795954286115-initial-own';
 import { InitialTypo3Sqlite1795954286115 } from './1795954286115-initial-typo3';
 import { AddRunLeaseOwnSqlite1795955915443 } from './1795955915443-add-run-lease-own';
+import { AddPromptVersionsOwnSqlite1796018541003 } from './1796018541003-add-prompt-versions-own';
 
 export const sqliteTypo3Migrations: Function[] = [InitialTypo3Sqlite1795954286115];
-export const sqliteOwnMigrations: Function[] = [InitialOwnSqlite1795954286115, AddRunLeaseOwnSqlite1795955915443];
+export const sqliteOwnMigrations: Function[] = [InitialOwnSqlite1795954286115, AddRunLeaseOwnSqlite1795955915443, AddPromptVersionsOwnSqlite1796018541003];

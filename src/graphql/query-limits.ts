@@ -1,0 +1,120 @@
+/**
+ * What one GraphQL document may ask of the server, the same over HTTP and
+ * graphql-ws: its length in tokens (checked while parsing, so a huge document
+ * costs no validation), its depth, its aliases, and its estimated cost; and
+ * the size of one answer.
+ *
+ * The cost is an estimate of the work and the size of the answer, computed
+ * from the document and its variables before anything runs:
+ *  - a field costs 1, or what its definition declares (`complexity`), plus
+ *    the cost of its selection;
+ *  - a list multiplies its selection's cost by the rows it may return: its
+ *    `limit` argument (or that argument's default; a limit above the largest
+ *    page is left for the resolver to refuse, with its own message), else
+ *    UNPAGED_LIST_ROWS;
+ *  - introspection costs a fixed amount per `__schema` / `__type`, whatever
+ *    it selects (its answer is bounded by the schema, not by the data).
+ * Aliases are what multiply a document: each alias is counted again.
+ */
+import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
+import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
+import {
+  type DocumentNode,
+  type ExecutionResult,
+  getNullableType,
+  GraphQLError,
+  type GraphQLSchema,
+  isListType,
+  type ParseOptions,
+  type ValidationRule,
+} from 'graphql';
+import { type ComplexityEstimator, getComplexity } from 'graphql-query-complexity';
+import { MAX_PAGE_SIZE } from '../db/record-rules';
+
+export interface QueryLimits {
+  maxDepth: number;
+  maxAliases: number;
+  maxTokens: number;
+  maxCost: number;
+  maxResponseBytes: number;
+}
+
+/** Rows assumed for a list without a `limit` argument (a configuration's snippets, a run's steps …). */
+export const UNPAGED_LIST_ROWS = 10;
+/**
+ * A field that composes a prompt from every snippet its tags select (the
+ * effective system prompt, the call options): tens of kilobytes each.
+ */
+export const COMPOSED_PROMPT_COST = 100;
+/** One `__schema`: the whole schema described (about 100 kB of JSON with every field). */
+export const SCHEMA_INTROSPECTION_COST = 1000;
+/** One `__type`: one type described. */
+export const TYPE_INTROSPECTION_COST = 50;
+
+/** The cost of one field (see the module comment). */
+export const fieldCost: ComplexityEstimator = ({ field, args, childComplexity }) => {
+  if (field.name === '__schema') return SCHEMA_INTROSPECTION_COST;
+  if (field.name === '__type') return TYPE_INTROSPECTION_COST;
+  const declared: unknown = field.extensions?.complexity;
+  const own = typeof declared === 'number' ? declared : 1;
+  if (!isListType(getNullableType(field.type))) return own + childComplexity;
+  const limit: unknown = args.limit;
+  const rows = typeof limit === 'number' && Number.isFinite(limit) ? Math.min(Math.max(0, limit), MAX_PAGE_SIZE) : UNPAGED_LIST_ROWS;
+  return own + rows * childComplexity;
+};
+
+/** Parser options: a document longer than the token limit is refused while it is read. */
+export function parseOptionsFor(limits: QueryLimits): ParseOptions {
+  return { maxTokens: limits.maxTokens };
+}
+
+/**
+ * Validation rules beyond graphql-js's own. Refusals are reported as
+ * validation errors rather than thrown: a rule that throws makes Apollo treat
+ * the refusal as an internal failure (masked, no useful message).
+ */
+export function validationRulesFor(limits: QueryLimits): ValidationRule[] {
+  const onReject = [(context: { reportError(error: GraphQLError): void } | null, error: GraphQLError) => context?.reportError(error)];
+  return [
+    maxDepthRule({ n: limits.maxDepth, ignoreIntrospection: true, exposeLimits: true, onReject, propagateOnRejection: false }),
+    maxAliasesRule({ n: limits.maxAliases, exposeLimits: true, onReject, propagateOnRejection: false }),
+  ];
+}
+
+/** The refusal of a document that costs more than the limit, or null when it may run. Call after validation. */
+export function costRefusal(
+  limits: QueryLimits,
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  variables: Record<string, unknown> | null | undefined,
+  operationName: string | null | undefined,
+): GraphQLError | null {
+  let cost: number;
+  try {
+    cost = getComplexity({ schema, query: document, variables: variables ?? {}, operationName: operationName ?? undefined, estimators: [fieldCost] });
+  } catch (error) {
+    // Thrown for documents too large to estimate (more nodes than the estimator visits).
+    return inputError(`The query could not be estimated: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  if (cost <= limits.maxCost) return null;
+  return inputError(
+    `The query is too costly: about ${Math.round(cost)} (MAX_QUERY_COST is ${limits.maxCost}). Ask for fewer rows (limit), fewer fields or fewer aliases.`,
+  );
+}
+
+/** The answer sent instead of one larger than MAX_RESPONSE_BYTES, or null when `json` may be sent. */
+export function oversizedAnswer(limits: QueryLimits, json: string): ExecutionResult | null {
+  // A UTF-16 code unit is at most three bytes of UTF-8: count exactly only near the limit.
+  if (json.length * 3 <= limits.maxResponseBytes) return null;
+  const bytes = Buffer.byteLength(json, 'utf8');
+  if (bytes <= limits.maxResponseBytes) return null;
+  return {
+    data: null,
+    errors: [inputError(`The answer would be ${bytes} bytes, more than MAX_RESPONSE_BYTES (${limits.maxResponseBytes}). Ask for fewer rows (limit) or fewer fields.`)],
+  };
+}
+
+function inputError(message: string): GraphQLError {
+  return new GraphQLError(message, { extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } } });
+}
+

@@ -1,0 +1,208 @@
+/**
+ * Versions of snippets, configurations and skills, and the change events they
+ * raise. Writers call `record` inside the transaction of their write (so a
+ * version exists exactly when the write committed) and `announce` after it.
+ */
+import type { DataSource, EntityManager } from 'typeorm';
+import { ConfigurationSkillEntity } from '../configurations/configuration-skill.entity';
+import { ConfigurationEntity } from '../configurations/configuration.entity';
+import { ModelEntity } from '../providers/model.entity';
+import { NotFoundError } from '../shared/errors';
+import { unixNow } from '../shared/time';
+import { parseSelectionTags, parseTags } from '../snippets/tag-rules';
+import type { PromptChangeEvent, PromptEventBus } from './prompt-event-bus';
+import { PromptVersionEntity } from './prompt-version.entity';
+import { configurationStateOf } from './record-states';
+import {
+  type AnyState,
+  diffFields,
+  type FieldChange,
+  fingerprintState,
+  serializeState,
+  type SnippetState,
+  type StateOf,
+  TEXT_FIELD,
+  unifiedDiff,
+  type VersionedKind,
+  type VersionSource,
+} from './version-state';
+
+export interface StoredVersion<K extends VersionedKind = VersionedKind> {
+  kind: K;
+  recordUid: number;
+  version: number;
+  state: StateOf[K];
+  fingerprint: string;
+  source: VersionSource;
+  author: string | null;
+  createdAt: number;
+}
+
+export interface ChangeOrigin {
+  source: VersionSource;
+  author: string | null;
+}
+
+export interface VersionDiff {
+  from: number;
+  to: number;
+  fields: FieldChange[];
+  /** Unified diff of the main text (snippet text, system prompt, skill body); "" when it is unchanged. */
+  textDiff: string;
+}
+
+export interface RecordInput<K extends VersionedKind> {
+  kind: K;
+  uid: number;
+  state: StateOf[K];
+  /** The state before the write, stored as version 1 when the row has no version yet (a row the service had not seen). */
+  previous?: StateOf[K] | null;
+  origin: ChangeOrigin;
+}
+
+export class PromptHistoryService {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly events: PromptEventBus,
+  ) {}
+
+  /**
+   * Stores the state as the record's next version and returns the change
+   * event to announce once the transaction committed.
+   */
+  async record<K extends VersionedKind>(manager: EntityManager, input: RecordInput<K>): Promise<PromptChangeEvent> {
+    let latest = await this.latestVersion(manager, input.kind, input.uid);
+    if (!latest && input.previous) {
+      await this.insert(manager, input.kind, input.uid, 1, input.previous, { source: 'external', author: null });
+      latest = { version: 1, state: input.previous };
+    }
+    const version = (latest?.version ?? 0) + 1;
+    await this.insert(manager, input.kind, input.uid, version, input.state, input.origin);
+    return {
+      kind: input.kind,
+      uid: input.uid,
+      identifier: input.state.identifier,
+      version,
+      source: input.origin.source,
+      affectedConfigurations: await this.affectedConfigurations(manager, input.kind, input.uid, input.state, latest?.state ?? null),
+      at: Date.now(),
+    };
+  }
+
+  /** Publishes committed changes to every instance's `promptChanged` subscribers. */
+  announce(...events: PromptChangeEvent[]): void {
+    for (const event of events) this.events.publish(event);
+  }
+
+  subscribe(listener: (event: PromptChangeEvent) => void): () => void {
+    return this.events.subscribe(listener);
+  }
+
+  /** Newest first. */
+  async versions<K extends VersionedKind>(kind: K, uid: number): Promise<StoredVersion<K>[]> {
+    const rows = await this.dataSource.getRepository(PromptVersionEntity).find({ where: { kind, recordUid: uid }, order: { version: 'DESC' } });
+    return rows.map((row) => toStored<K>(row));
+  }
+
+  async version<K extends VersionedKind>(kind: K, uid: number, version: number, field = 'version'): Promise<StoredVersion<K>> {
+    const row = await this.dataSource.getRepository(PromptVersionEntity).findOne({ where: { kind, recordUid: uid, version } });
+    if (!row) throw new NotFoundError(`The ${kind} ${uid} has no version ${version}`, field);
+    return toStored<K>(row);
+  }
+
+  async diff(kind: VersionedKind, uid: number, from: number, to: number): Promise<VersionDiff> {
+    const [before, after] = await Promise.all([this.version(kind, uid, from, 'from'), this.version(kind, uid, to, 'to')]);
+    const textField = TEXT_FIELD[kind] as keyof AnyState;
+    return {
+      from,
+      to,
+      fields: diffFields(before.state, after.state),
+      textDiff: unifiedDiff(String(before.state[textField] ?? ''), String(after.state[textField] ?? ''), `${kind} ${uid} version ${from}`, `${kind} ${uid} version ${to}`),
+    };
+  }
+
+  /** The latest stored version of each given record, for the change detector. */
+  async latestFingerprints(manager: EntityManager, kind: VersionedKind, uids: readonly number[]): Promise<Map<number, string>> {
+    const result = new Map<number, string>();
+    for (let start = 0; start < uids.length; start += 500) {
+      const chunk = uids.slice(start, start + 500);
+      const rows = await manager
+        .getRepository(PromptVersionEntity)
+        .createQueryBuilder('v')
+        .select(['v.recordUid', 'v.fingerprint'])
+        .where('v.kind = :kind AND v.record_uid IN (:...uids)', { kind, uids: chunk })
+        .andWhere('v.version = (SELECT MAX(l.version) FROM promptwire_prompt_version l WHERE l.kind = v.kind AND l.record_uid = v.record_uid)')
+        .getMany();
+      for (const row of rows) result.set(row.recordUid, row.fingerprint);
+    }
+    return result;
+  }
+
+  /** The configuration state of a row: its columns, its model's identifier and its skills. */
+  async configurationState(manager: EntityManager, row: ConfigurationEntity) {
+    const [model, relations] = await Promise.all([
+      row.modelUid ? manager.getRepository(ModelEntity).findOne({ where: { uid: row.modelUid }, select: ['uid', 'identifier'] }) : null,
+      manager.getRepository(ConfigurationSkillEntity).find({ where: { uidLocal: row.uid }, order: { sorting: 'ASC' } }),
+    ]);
+    return configurationStateOf(
+      row,
+      model?.identifier ?? '',
+      relations.map((relation) => relation.uidForeign),
+    );
+  }
+
+  private async latestVersion(manager: EntityManager, kind: VersionedKind, uid: number): Promise<{ version: number; state: AnyState } | null> {
+    const row = await manager.getRepository(PromptVersionEntity).findOne({ where: { kind, recordUid: uid }, order: { version: 'DESC' } });
+    return row ? { version: row.version, state: JSON.parse(row.state) as AnyState } : null;
+  }
+
+  private async insert(manager: EntityManager, kind: VersionedKind, uid: number, version: number, state: AnyState, origin: ChangeOrigin): Promise<void> {
+    await manager.insert(PromptVersionEntity, {
+      kind,
+      recordUid: uid,
+      version,
+      state: serializeState(state),
+      fingerprint: fingerprintState(state),
+      source: origin.source,
+      author: origin.author,
+      createdAt: unixNow(),
+    });
+  }
+
+  /**
+   * Configurations whose prompt the change may alter: for a snippet, those
+   * selecting one of its tags before or after the change; for a skill, those
+   * it is attached to; for a configuration, itself.
+   */
+  private async affectedConfigurations(manager: EntityManager, kind: VersionedKind, uid: number, state: AnyState, previous: AnyState | null): Promise<string[]> {
+    if (kind === 'configuration') return [state.identifier];
+    if (kind === 'skill') {
+      const rows = await manager
+        .getRepository(ConfigurationEntity)
+        .createQueryBuilder('c')
+        .select(['c.uid', 'c.identifier'])
+        .innerJoin(ConfigurationSkillEntity, 'mm', 'mm.uid_local = c.uid')
+        .where('mm.uid_foreign = :uid AND c.deleted = 0', { uid })
+        .orderBy('c.uid')
+        .getMany();
+      return rows.map((row) => row.identifier);
+    }
+    const tags = new Set([...parseTags((state as SnippetState).tags), ...(previous ? parseTags((previous as SnippetState).tags) : [])]);
+    if (tags.size === 0) return [];
+    const rows = await manager.getRepository(ConfigurationEntity).createQueryBuilder('c').select(['c.uid', 'c.identifier', 'c.snippetTags']).where('c.deleted = 0').orderBy('c.uid').getMany();
+    return rows.filter((row) => parseSelectionTags(row.snippetTags).some((tag) => tags.has(tag))).map((row) => row.identifier);
+  }
+}
+
+function toStored<K extends VersionedKind>(row: PromptVersionEntity): StoredVersion<K> {
+  return {
+    kind: row.kind as K,
+    recordUid: row.recordUid,
+    version: row.version,
+    state: JSON.parse(row.state) as StateOf[K],
+    fingerprint: row.fingerprint,
+    source: row.source as VersionSource,
+    author: row.author,
+    createdAt: row.createdAt,
+  };
+}

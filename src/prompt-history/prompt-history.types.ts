@@ -1,0 +1,122 @@
+import { Field, Float, Int, ObjectType } from 'type-graphql';
+import { DateTimeScalar, JSONScalar } from '../graphql/scalars';
+import { fromUnix } from '../shared/time';
+import { readMetadata } from '../snippets/snippet-metadata';
+import { parseSelectionTags, parseTags } from '../snippets/tag-rules';
+import type { StoredVersion, VersionDiff } from './prompt-history.service';
+
+@ObjectType({ simpleResolvers: true, description: 'One stored state of a snippet.' })
+export class SnippetVersion {
+  @Field(() => Int) version!: number;
+  @Field() identifier!: string;
+  @Field() name!: string;
+  @Field(() => String, { nullable: true }) description!: string | null;
+  @Field() snippet!: string;
+  @Field(() => [String]) tags!: string[];
+  @Field(() => JSONScalar) metadata!: Record<string, unknown>;
+  @Field() isActive!: boolean;
+  @Field() hidden!: boolean;
+  @Field(() => Int) sorting!: number;
+  @Field({ description: 'The row was deleted in this version.' }) deleted!: boolean;
+  @Field(() => DateTimeScalar) createdAt!: Date;
+  @Field(() => String, { nullable: true, description: 'The token name behind an API write; null for external changes.' }) author!: string | null;
+  @Field({ description: '"api" (written through this service) or "external" (a row changed in the table by someone else, e.g. TYPO3).' }) source!: string;
+}
+
+@ObjectType({ simpleResolvers: true, description: 'One stored state of a configuration.' })
+export class ConfigurationVersion {
+  @Field(() => Int) version!: number;
+  @Field() identifier!: string;
+  @Field() name!: string;
+  @Field() systemPrompt!: string;
+  @Field(() => [String]) snippetTags!: string[];
+  @Field(() => String, { nullable: true, description: 'The model identifier at the time.' }) model!: string | null;
+  @Field(() => Float) temperature!: number;
+  @Field(() => Int) maxTokens!: number;
+  @Field(() => Float) topP!: number;
+  @Field() isActive!: boolean;
+  @Field() hidden!: boolean;
+  @Field() deleted!: boolean;
+  @Field(() => DateTimeScalar) createdAt!: Date;
+  @Field(() => String, { nullable: true }) author!: string | null;
+  @Field() source!: string;
+}
+
+@ObjectType({ simpleResolvers: true, description: 'One stored state of a skill.' })
+export class SkillVersion {
+  @Field(() => Int) version!: number;
+  @Field() identifier!: string;
+  @Field() name!: string;
+  @Field() body!: string;
+  @Field() enabled!: boolean;
+  @Field() deleted!: boolean;
+  @Field(() => DateTimeScalar) createdAt!: Date;
+  @Field(() => String, { nullable: true }) author!: string | null;
+  @Field() source!: string;
+}
+
+@ObjectType({ simpleResolvers: true })
+export class FieldChange {
+  @Field({ description: 'The field name as stored in the version (tags and snippetTags as their stored CSV).' }) field!: string;
+  @Field(() => JSONScalar, { nullable: true }) before!: unknown;
+  @Field(() => JSONScalar, { nullable: true }) after!: unknown;
+}
+
+@ObjectType({ simpleResolvers: true, description: 'What changed between two versions.' })
+export class VersionDiffView {
+  @Field(() => Int) from!: number;
+  @Field(() => Int) to!: number;
+  @Field(() => [FieldChange], { description: 'Every field whose value differs.' }) fields!: FieldChange[];
+  @Field({ description: 'Unified diff of the main text (snippet text, system prompt, skill body); "" when it is unchanged.' }) textDiff!: string;
+}
+
+const common = (stored: StoredVersion) => ({
+  version: stored.version,
+  createdAt: fromUnix(stored.createdAt),
+  author: stored.author,
+  source: stored.source,
+});
+
+export function toSnippetVersion(stored: StoredVersion<'snippet'>): SnippetVersion {
+  const s = stored.state;
+  return {
+    ...common(stored),
+    identifier: s.identifier,
+    name: s.name,
+    description: s.description,
+    snippet: s.snippet,
+    tags: parseTags(s.tags),
+    metadata: readMetadata(s.metadata),
+    isActive: s.isActive,
+    hidden: s.hidden,
+    sorting: s.sorting,
+    deleted: s.deleted,
+  };
+}
+
+export function toConfigurationVersion(stored: StoredVersion<'configuration'>): ConfigurationVersion {
+  const s = stored.state;
+  return {
+    ...common(stored),
+    identifier: s.identifier,
+    name: s.name,
+    systemPrompt: s.systemPrompt,
+    snippetTags: parseSelectionTags(s.snippetTags),
+    model: s.model === '' ? null : s.model,
+    temperature: s.temperature,
+    maxTokens: s.maxTokens,
+    topP: s.topP,
+    isActive: s.isActive,
+    hidden: s.hidden,
+    deleted: s.deleted,
+  };
+}
+
+export function toSkillVersion(stored: StoredVersion<'skill'>): SkillVersion {
+  const s = stored.state;
+  return { ...common(stored), identifier: s.identifier, name: s.name, body: s.body, enabled: s.enabled, deleted: s.deleted };
+}
+
+export function toVersionDiff(diff: VersionDiff): VersionDiffView {
+  return { from: diff.from, to: diff.to, fields: diff.fields, textDiff: diff.textDiff };
+}
