@@ -1,9 +1,11 @@
 import { useEffect, useMemo, useState, type FormEvent } from 'react';
 import {
+  ConfigurationDetailDocument,
   ConfigurationsDocument,
   RunPlaygroundCatalogueDocument,
   StartRunDocument,
   ViewerDocument,
+  type ConfigurationDetailQuery,
   type ConfigurationsQuery,
   type RunPlaygroundCatalogueQuery,
   type StartRunInput,
@@ -11,6 +13,7 @@ import {
 import { request } from '../shared/session';
 
 type Configuration = ConfigurationsQuery['configurations'][number];
+type ConfigurationDetail = NonNullable<ConfigurationDetailQuery['configuration']>;
 
 /** The configuration a newcomer meets first: the demo assistant needs no provider account. */
 const PREFERRED_CONFIGURATION = 'demo-assistant';
@@ -37,7 +40,7 @@ export function RunPlayground() {
   const [captureRaw, setCaptureRaw] = useState(false);
 
   useEffect(() => {
-    Promise.all([request(ConfigurationsDocument, { limit: 500 }), request(RunPlaygroundCatalogueDocument, {}), request(ViewerDocument, {})])
+    Promise.all([request(ConfigurationsDocument, { limit: 100 }), request(RunPlaygroundCatalogueDocument, {}), request(ViewerDocument, {})])
       .then(([configurationData, catalogueData, viewerData]) => {
         const active = configurationData.configurations.filter((item) => item.isActive);
         setConfigurations(active);
@@ -49,7 +52,19 @@ export function RunPlayground() {
       .catch((error: Error) => setProblem(error.message));
   }, []);
 
-  const selected = useMemo(() => configurations?.find((item) => item.identifier === configuration) ?? null, [configurations, configuration]);
+  const listed = useMemo(() => configurations?.find((item) => item.identifier === configuration) ?? null, [configurations, configuration]);
+  // The effective prompt and what it is made of, read for the chosen configuration only.
+  const [selected, setSelected] = useState<ConfigurationDetail | null>(null);
+  useEffect(() => {
+    if (configuration === '') return;
+    let current = true;
+    request(ConfigurationDetailDocument, { identifier: configuration })
+      .then((data) => current && setSelected(data.configuration))
+      .catch((error: Error) => current && setProblem(error.message));
+    return () => {
+      current = false;
+    };
+  }, [configuration]);
 
   const start = async (event: FormEvent) => {
     event.preventDefault();
@@ -160,10 +175,10 @@ export function RunPlayground() {
         </div>
         <aside className="column">
           <h2>Effective system prompt</h2>
-          {selected ? (
+          {selected && listed && selected.identifier === listed.identifier ? (
             <>
               <p className="muted">
-                {selected.model ? `${selected.model.name} via ${selected.model.provider?.identifier ?? '?'} (${selected.model.provider?.adapterType ?? '?'})` : 'No model'}
+                {listed.model ? `${listed.model.name} via ${listed.model.provider?.identifier ?? '?'} (${listed.model.provider?.adapterType ?? '?'})` : 'No model'}
                 {' · '}tags: {selected.snippetTags.length > 0 ? selected.snippetTags.join(', ') : 'none'}
               </p>
               <pre data-effective-prompt className="prompt">
@@ -193,7 +208,7 @@ export function RunPlayground() {
               )}
             </>
           ) : (
-            <p className="muted">No active configuration.</p>
+            <p className="muted">{configuration === '' ? 'No active configuration.' : 'Loading…'}</p>
           )}
         </aside>
       </div>

@@ -54,7 +54,14 @@ export type ConfigurationsQueryVariables = Exact<{
 }>;
 
 
-export type ConfigurationsQuery = { configurations: Array<{ uid: number, identifier: string, name: string, isActive: boolean, systemPrompt: string, snippetTags: Array<string>, effectiveSystemPrompt: string, selectedSnippets: Array<{ identifier: string, name: string, tags: Array<string> }>, skills: Array<{ identifier: string, name: string, enabled: boolean }>, model: { identifier: string, name: string, modelId: string, provider: { identifier: string, adapterType: string } | null } | null }> };
+export type ConfigurationsQuery = { configurations: Array<{ uid: number, identifier: string, name: string, isActive: boolean, model: { identifier: string, name: string, modelId: string, provider: { identifier: string, adapterType: string } | null } | null }> };
+
+export type ConfigurationDetailQueryVariables = Exact<{
+  identifier: string;
+}>;
+
+
+export type ConfigurationDetailQuery = { configuration: { identifier: string, systemPrompt: string, snippetTags: Array<string>, effectiveSystemPrompt: string, selectedSnippets: Array<{ identifier: string, name: string, tags: Array<string> }>, skills: Array<{ identifier: string, name: string, enabled: boolean }> } | null };
 
 export type RunPlaygroundCatalogueQueryVariables = Exact<{ [key: string]: never; }>;
 
@@ -211,6 +218,22 @@ export const ConfigurationsDocument = new TypedDocumentString(`
     identifier
     name
     isActive
+    model {
+      identifier
+      name
+      modelId
+      provider {
+        identifier
+        adapterType
+      }
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<ConfigurationsQuery, ConfigurationsQueryVariables>;
+export const ConfigurationDetailDocument = new TypedDocumentString(`
+    query ConfigurationDetail($identifier: String!) {
+  configuration(identifier: $identifier) {
+    identifier
     systemPrompt
     snippetTags
     effectiveSystemPrompt
@@ -224,18 +247,9 @@ export const ConfigurationsDocument = new TypedDocumentString(`
       name
       enabled
     }
-    model {
-      identifier
-      name
-      modelId
-      provider {
-        identifier
-        adapterType
-      }
-    }
   }
 }
-    `) as unknown as TypedDocumentString<ConfigurationsQuery, ConfigurationsQueryVariables>;
+    `) as unknown as TypedDocumentString<ConfigurationDetailQuery, ConfigurationDetailQueryVariables>;
 export const RunPlaygroundCatalogueDocument = new TypedDocumentString(`
     query RunPlaygroundCatalogue {
   tools {
