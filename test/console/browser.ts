@@ -4,11 +4,9 @@
  * playwright-core. A browser is never downloaded; without one the browser
  * tests are skipped with a message saying how to enable them.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { buildConsole } from '../../scripts/build-console';
+import { CHROMIUM_PATH, type Browser } from '../../scripts/chromium';
 
 /**
  * The few browser globals the page scripts below touch. The project compiles
@@ -34,51 +32,13 @@ export interface PageWindow {
   __sockets: PageSocket[];
 }
 
-export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-
-export const CHROMIUM_FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-
-export function chromiumAvailable(): boolean {
-  return fs.existsSync(CHROMIUM_PATH);
-}
+export { CHROMIUM_PATH, CHROMIUM_FLAGS, chromiumAvailable, launchBrowser, type Browser } from '../../scripts/chromium';
 
 export const SKIP_MESSAGE = `Browser tests skipped: no Chromium at ${CHROMIUM_PATH}. Install Debian's package (apt-get install -y chromium) or set CHROMIUM_PATH to a Chromium binary to run them.`;
 
 /** Builds dist/console when its sources changed since the last build (a no-op otherwise). */
 export function ensureConsoleBuilt(): void {
   buildConsole(false);
-}
-
-export interface Browser {
-  context: BrowserContext;
-  close(): Promise<void>;
-}
-
-/** A fresh profile each time: nothing cached, nothing remembered between runs. */
-export async function launchBrowser(viewport = { width: 1280, height: 900 }): Promise<Browser> {
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'promptwire-chromium-'));
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM_PATH,
-    headless: true,
-    args: CHROMIUM_FLAGS,
-    viewport,
-  });
-  return {
-    context,
-    close: async () => {
-      await context.close();
-      fs.rmSync(profile, { recursive: true, force: true });
-    },
-  };
 }
 
 export interface WatchedPage {

@@ -6,6 +6,9 @@ import { readToken, request, webSocketUrl } from '../shared/session';
 import { StepCard } from './step-card';
 
 type Run = NonNullable<RunQuery['run']>;
+
+/** Shortest time between two renders of new steps, in ms (one frame). */
+const FLUSH_INTERVAL_MS = 16;
 type Delta = RunDeltasSubscription['runDeltas'];
 
 interface LiveText {
@@ -60,19 +63,24 @@ export function RunPage({ id }: { id: string }) {
     }
   }, [id]);
 
-  // Steps arrive one at a time; the ones of one moment are rendered together.
+  // Steps arrive one message at a time. A step after a quiet moment is shown at once; a burst
+  // (the replay of a long run) is shown a frame's worth at a time, so the page renders the
+  // list some dozens of times rather than once per step.
+  const lastFlush = useRef(0);
   const enqueue = useCallback((step: RunStep) => {
     pending.current.push(step);
     if (flushScheduled.current) return;
     flushScheduled.current = true;
+    const wait = Math.max(0, lastFlush.current + FLUSH_INTERVAL_MS - performance.now());
     setTimeout(() => {
       flushScheduled.current = false;
+      lastFlush.current = performance.now();
       const batch = pending.current;
       pending.current = [];
       setSteps((previous) => previous.concat(batch));
       const finishedCall = batch.find((step) => step.kind === 'LLM');
       if (finishedCall) setLive((text) => (text && text.round <= finishedCall.round ? null : text));
-    }, 0);
+    }, wait);
   }, []);
 
   useEffect(() => {
