@@ -25,7 +25,14 @@ describe('loadConfig', () => {
     expect(config.logLevel).toBe('info');
     expect(config.introspection).toBe(true);
     expect(config.maxQueuedRequests).toBe(1000);
+    expect(config.providerMaxResponseBytes).toBe(10 * 1024 * 1024);
+    expect(config.runLeaseSeconds).toBe(15);
     expect(config.queryLimits).toEqual({ maxAliases: 30, maxTokens: 5000, maxCost: 10_000, maxResponseBytes: 16 * 1024 * 1024 });
+  });
+
+  it('refuses a provider answer cap or a run lease out of range', () => {
+    expect(() => loadConfig({ PROVIDER_MAX_RESPONSE_BYTES: '10', RUN_LEASE_SECONDS: '1' })).toThrow(/PROVIDER_MAX_RESPONSE_BYTES[\s\S]*RUN_LEASE_SECONDS/);
+    expect(loadConfig({ PROVIDER_MAX_RESPONSE_BYTES: '2048', RUN_LEASE_SECONDS: '30' })).toMatchObject({ providerMaxResponseBytes: 2048, runLeaseSeconds: 30 });
   });
 
   it('reads the query limits and refuses values out of range', () => {

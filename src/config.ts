@@ -43,6 +43,10 @@ export interface AppConfig {
   ui: boolean;
   /** Where the built console is read from; null: dist/console of this package. */
   consoleDirectory: string | null;
+  /** Bytes one provider call may answer (PROVIDER_MAX_RESPONSE_BYTES); beyond it the call fails with a clear error. */
+  providerMaxResponseBytes: number;
+  /** Seconds after which a run whose instance stopped renewing its lease is taken as orphaned (RUN_LEASE_SECONDS). */
+  runLeaseSeconds: number;
   /** How often the tables TYPO3 may write are checked for external changes (ms). */
   promptChangePollMs: number;
   /** Reads a provider key given as `env:NAME` at call time (behaviour.md §1). */
@@ -140,6 +144,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     maxQueuedRequests: integer('MAX_QUEUED_REQUESTS', 1000, 1, 1_000_000),
     ui: flag('UI', true),
     consoleDirectory: env.CONSOLE_DIRECTORY?.trim() ? path.resolve(env.CONSOLE_DIRECTORY.trim()) : null,
+    providerMaxResponseBytes: integer('PROVIDER_MAX_RESPONSE_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    runLeaseSeconds: integer('RUN_LEASE_SECONDS', 15, 3, 600),
     promptChangePollMs: integer('PROMPT_CHANGE_POLL_MS', 2000, 100, 8000),
     readEnv: (name) => env[name],
   };

@@ -113,7 +113,7 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
       createBuiltinToolRegistry(createDatabaseSnippetSource(core.snippets)),
       bus,
       logger,
-      { watcherQueueSize: 256, ...options.runs },
+      { watcherQueueSize: 256, leaseSeconds: config.runLeaseSeconds, providerMaxResponseBytes: config.providerMaxResponseBytes, ...options.runs },
     );
     const services: Services = { ...core, runs };
 

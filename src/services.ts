@@ -10,6 +10,7 @@ import type { Logger } from './logger';
 import { ModelService } from './providers/model.service';
 import type { PromptEventBus } from './prompt-history/prompt-event-bus';
 import { PromptHistoryService } from './prompt-history/prompt-history.service';
+import { PromptLibraryCache } from './prompt-history/prompt-library';
 import { ProviderTester } from './providers/provider-tester';
 import { ProviderService } from './providers/provider.service';
 import type { RunService } from './runs/run.service';
@@ -29,6 +30,7 @@ export interface Services {
   tokens: ApiTokenService;
   providerTester: ProviderTester;
   history: PromptHistoryService;
+  library: PromptLibraryCache;
   /** Serialises writes per table in this process (identifier checks, version numbers). */
   writeLock: KeyedMutex;
   runs: RunService;
@@ -52,6 +54,7 @@ export function createCoreServices(dataSource: DataSource, dialect: Dialect, con
     tokens: new ApiTokenService(dataSource, logger),
     providerTester: new ProviderTester(providers, models, logger),
     history,
+    library: new PromptLibraryCache(dataSource, history),
     writeLock,
   };
 }

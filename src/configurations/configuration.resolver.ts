@@ -5,7 +5,7 @@ import type { GraphQLContext } from '../graphql/context';
 import { COMPOSED_PROMPT_COST } from '../graphql/query-limits';
 import { JSONScalar } from '../graphql/scalars';
 import { LlmModel, toLlmModel } from '../providers/provider.types';
-import { ConfigurationVersion, toConfigurationVersion, toVersionDiff, VersionDiffView } from '../prompt-history/prompt-history.types';
+import { Composition, ConfigurationVersion, toConfigurationVersion, toVersionDiff, VersionDiffView } from '../prompt-history/prompt-history.types';
 import { BadUserInputError } from '../shared/errors';
 import { Skill, toSkill } from '../skills/skill.types';
 import { PromptSnippet } from '../snippets/snippet.types';
@@ -105,6 +105,16 @@ export class ConfigurationResolver {
   @Mutation(() => Boolean)
   async deleteConfiguration(@Ctx() { services, caller }: GraphQLContext, @Arg('uid', () => Int) uid: number): Promise<boolean> {
     return services.configurations.delete(uid, caller?.name ?? null);
+  }
+
+  @FieldResolver(() => Composition, { description: 'The parts of the effective prompt with the tags that selected them and their exact text, and the matched snippets that were dropped, with why.' })
+  async composition(@Root() configuration: LlmConfiguration, @Ctx() { loaders }: GraphQLContext): Promise<Composition> {
+    const library = await loaders.library();
+    const { parts, dropped } = library.composition(configuration.entity);
+    return {
+      parts: parts.map((part) => ({ snippet: loaders.snippetView(part.snippet), matchedTags: part.matchedTags, text: part.text })),
+      dropped: dropped.map((drop) => ({ snippet: loaders.snippetView(drop.snippet), matchedTags: drop.matchedTags, reason: drop.reason })),
+    };
   }
 
   @FieldResolver(() => [ConfigurationVersion], { description: 'Newest first; version 1 is the first state the service saw.' })

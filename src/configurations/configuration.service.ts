@@ -314,6 +314,11 @@ export class ConfigurationService {
       else {
         const options = parseMetadataForWrite(input.options);
         if (!options.ok) throw new BadUserInputError(options.message.replace(/^metadata/, 'options'), 'options');
+        const timeout = (JSON.parse(options.json) as Record<string, unknown>).timeout;
+        // The same range as the timeout column: a value past it would make every call time out at once.
+        if (timeout !== undefined && !(typeof timeout === 'number' && Number.isFinite(timeout) && timeout >= 0 && timeout <= 3600)) {
+          throw new BadUserInputError('options.timeout must be a number of seconds from 0 to 3600 (0 = the model\'s default)', 'options');
+        }
         changes.options = options.json;
       }
     }

@@ -1,6 +1,7 @@
 import DataLoader from 'dataloader';
 import type { ModelPriceEntity } from '../providers/model-price.entity';
 import type { ModelEntity } from '../providers/model.entity';
+import type { PromptLibrary } from '../prompt-history/prompt-library';
 import type { ProviderEntity } from '../providers/provider.entity';
 import type { Services } from '../services';
 import type { SkillEntity } from '../skills/skill.entity';
@@ -19,6 +20,8 @@ export interface Loaders {
   skillsByConfigurationUid: DataLoader<number, SkillEntity[]>;
   /** Every active snippet, loaded and indexed by tag once per request; tag selection happens in code. */
   activeSnippets: () => Promise<ActiveSnippetIndex>;
+  /** The whole prompt library (snippets and configurations), once per request. */
+  library: () => Promise<PromptLibrary>;
   /** The API view of a snippet row, built once per request however many configurations select it. */
   snippetView: (row: PromptSnippetEntity) => PromptSnippet;
   /** The views of a selection, built once per selection (configurations sharing tags share it). */
@@ -27,6 +30,7 @@ export interface Loaders {
 
 export function createLoaders(services: Services): Loaders {
   let activeSnippets: Promise<ActiveSnippetIndex> | null = null;
+  let library: Promise<PromptLibrary> | null = null;
   const views = new WeakMap<PromptSnippetEntity, PromptSnippet>();
   const selections = new WeakMap<readonly PromptSnippetEntity[], PromptSnippet[]>();
   const snippetView = (row: PromptSnippetEntity): PromptSnippet => {
@@ -52,6 +56,7 @@ export function createLoaders(services: Services): Loaders {
       return uids.map((uid) => map.get(uid) ?? []);
     }),
     activeSnippets: () => (activeSnippets ??= services.snippets.allActive().then((rows) => new ActiveSnippetIndex(rows))),
+    library: () => (library ??= services.library.get()),
     snippetView,
     snippetViews: (rows) => {
       let mapped = selections.get(rows);

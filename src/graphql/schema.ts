@@ -3,13 +3,14 @@ import { createPubSub } from '@graphql-yoga/subscription';
 import { buildSchema } from 'type-graphql';
 import { ApiTokenResolver } from '../auth/api-token.resolver';
 import { ConfigurationResolver } from '../configurations/configuration.resolver';
+import { PromptHistoryResolver } from '../prompt-history/prompt-history.resolver';
 import { ModelResolver, ProviderResolver } from '../providers/provider.resolver';
 import { RunResolver } from '../runs/run.resolver';
 import { SkillResolver } from '../skills/skill.resolver';
 import { SnippetResolver } from '../snippets/snippet.resolver';
 import { authChecker } from './auth-checker';
 
-export const resolvers = [SnippetResolver, ProviderResolver, ModelResolver, ConfigurationResolver, SkillResolver, ApiTokenResolver, RunResolver] as const;
+export const resolvers = [SnippetResolver, ProviderResolver, ModelResolver, ConfigurationResolver, SkillResolver, ApiTokenResolver, RunResolver, PromptHistoryResolver] as const;
 
 /**
  * The schema is built from the resolver classes; `schema.graphql` is its committed print.

@@ -61,6 +61,8 @@ export interface RecordInput<K extends VersionedKind> {
 }
 
 export class PromptHistoryService {
+  private readonly localListeners = new Set<(event: PromptChangeEvent) => void>();
+
   constructor(
     private readonly dataSource: DataSource,
     private readonly events: PromptEventBus,
@@ -91,7 +93,23 @@ export class PromptHistoryService {
 
   /** Publishes committed changes to every instance's `promptChanged` subscribers. */
   announce(...events: PromptChangeEvent[]): void {
-    for (const event of events) this.events.publish(event);
+    for (const event of events) {
+      for (const listener of this.localListeners) listener(event);
+      this.events.publish(event);
+    }
+  }
+
+  /**
+   * Called for every change: at once for this instance's own, and when the bus
+   * delivers another instance's (so own changes may arrive twice).
+   */
+  onChange(listener: (event: PromptChangeEvent) => void): () => void {
+    this.localListeners.add(listener);
+    const unsubscribe = this.events.subscribe(listener);
+    return () => {
+      this.localListeners.delete(listener);
+      unsubscribe();
+    };
   }
 
   subscribe(listener: (event: PromptChangeEvent) => void): () => void {

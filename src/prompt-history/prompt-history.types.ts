@@ -1,5 +1,7 @@
 import { Field, Float, Int, ObjectType } from 'type-graphql';
+import { LlmConfiguration } from '../configurations/configuration.types';
 import { DateTimeScalar, JSONScalar } from '../graphql/scalars';
+import { PromptSnippet } from '../snippets/snippet.types';
 import { fromUnix } from '../shared/time';
 import { readMetadata } from '../snippets/snippet-metadata';
 import { parseSelectionTags, parseTags } from '../snippets/tag-rules';
@@ -119,4 +121,43 @@ export function toSkillVersion(stored: StoredVersion<'skill'>): SkillVersion {
 
 export function toVersionDiff(diff: VersionDiff): VersionDiffView {
   return { from: diff.from, to: diff.to, fields: diff.fields, textDiff: diff.textDiff };
+}
+
+@ObjectType({ simpleResolvers: true, description: 'A snippet in a configuration\'s prompt and why it is there.' })
+export class CompositionPart {
+  @Field(() => PromptSnippet) snippet!: PromptSnippet;
+  @Field(() => [String], { description: 'The configuration\'s tags that matched the snippet, in the configuration\'s order.' }) matchedTags!: string[];
+  @Field({ description: 'The exact block it adds to the prompt ("Name:\\ntext"); "" when its text is empty.' }) text!: string;
+}
+
+@ObjectType({ simpleResolvers: true, description: 'A snippet the tags matched that is not in the prompt.' })
+export class DroppedSnippet {
+  @Field(() => PromptSnippet) snippet!: PromptSnippet;
+  @Field(() => [String]) matchedTags!: string[];
+  @Field({ description: 'INACTIVE (is_active = 0), HIDDEN (the editorial switch) or DUPLICATE (an identifier already selected).' }) reason!: string;
+}
+
+@ObjectType({ simpleResolvers: true, description: 'Where each part of the effective prompt comes from.' })
+export class Composition {
+  @Field(() => [CompositionPart], { description: 'The selected snippets in prompt order.' }) parts!: CompositionPart[];
+  @Field(() => [DroppedSnippet]) dropped!: DroppedSnippet[];
+}
+
+@ObjectType({ simpleResolvers: true, description: 'How a configuration\'s effective prompt would change.' })
+export class PromptChange {
+  @Field(() => LlmConfiguration) configuration!: LlmConfiguration;
+  @Field() before!: string;
+  @Field() after!: string;
+  @Field({ description: 'Unified diff from before to after.' }) diff!: string;
+}
+
+@ObjectType('PromptChangeEvent', { simpleResolvers: true, description: 'A snippet, configuration or skill changed (through the API or in the tables).' })
+export class PromptChangeEventView {
+  @Field({ description: 'snippet, configuration or skill' }) kind!: string;
+  @Field(() => Int) uid!: number;
+  @Field() identifier!: string;
+  @Field(() => Int, { nullable: true }) version!: number | null;
+  @Field({ description: 'api or external' }) source!: string;
+  @Field(() => [String], { description: 'Identifiers of the configurations whose prompt the change may alter.' }) affectedConfigurations!: string[];
+  @Field(() => DateTimeScalar) at!: Date;
 }

@@ -9,6 +9,7 @@ import { AgentRunEntity } from './agent-run.entity';
 import { RunLeaseEntity } from './run-lease.entity';
 import type { EndStep, RunStep } from './engine/run-step';
 import type { StoredStep } from './trace-bus';
+import { storedCost, storedInt } from './engine/usage-limits';
 
 export type RunStatus = 'QUEUED' | 'RUNNING' | 'COMPLETED' | 'FAILED' | 'CANCELLED';
 
@@ -110,8 +111,31 @@ export class RunStore {
     });
   }
 
-  async heartbeat(instanceId: string): Promise<void> {
-    await this.dataSource.getRepository(RunLeaseEntity).update({ instanceId }, { heartbeatAt: unixNow() });
+  /**
+   * Renews the leases of the runs this instance still executes. A run whose
+   * loop is gone (it could not store its END) is not renewed: its lease goes
+   * stale and housekeeping closes it.
+   */
+  async heartbeat(instanceId: string, runUids: readonly number[]): Promise<void> {
+    if (runUids.length === 0) return;
+    await this.dataSource
+      .createQueryBuilder()
+      .update(RunLeaseEntity)
+      .set({ heartbeatAt: unixNow() })
+      .where('instance_id = :instanceId AND run_uid IN (:...runUids)', { instanceId, runUids: [...runUids] })
+      .execute();
+  }
+
+  /** Whether an open run has a live owner: a lease renewed within `staleSeconds`. */
+  async hasLiveLease(runUid: number, staleSeconds: number): Promise<boolean> {
+    const lease = await this.dataSource.getRepository(RunLeaseEntity).findOne({ where: { runUid } });
+    return lease !== null && lease.heartbeatAt >= unixNow() - staleSeconds;
+  }
+
+  /** Whether step `sequence` of a run is stored (an insert whose answer was lost may have been written). */
+  async hasStep(runUid: number, sequence: number): Promise<boolean> {
+    const count = await this.dataSource.getRepository(AgentRunEventEntity).count({ where: { run: runUid, sequence } });
+    return count > 0;
   }
 
   /** Open runs nobody is working on: no lease, or a lease older than `staleSeconds`. */
@@ -172,13 +196,14 @@ function runRowFromEnd(step: EndStep): Partial<AgentRunEntity> {
   return {
     status: step.status,
     terminationReason: step.terminationReason,
-    iterations: step.iterations,
+    iterations: storedInt(step.iterations),
     truncated: step.truncated,
-    totalPromptTokens: step.promptTokens,
-    totalCompletionTokens: step.completionTokens,
-    totalTokens: step.totalTokens,
-    estimatedCost: step.estimatedCost,
-    errorClass: step.errorClass ?? '',
+    // Clamped to what the columns hold, so no provider's numbers can keep a run from closing.
+    totalPromptTokens: storedInt(step.promptTokens),
+    totalCompletionTokens: storedInt(step.completionTokens),
+    totalTokens: storedInt(step.totalTokens),
+    estimatedCost: storedCost(step.estimatedCost),
+    errorClass: (step.errorClass ?? '').slice(0, 255),
     finishedAt: now,
     tstamp: now,
   };

@@ -20,7 +20,7 @@ import type { SkillEntity } from '../skills/skill.entity';
 import { ActiveSnippetIndex } from '../snippets/snippet.service';
 import type { SnippetService } from '../snippets/snippet.service';
 import type { AgentRunEntity } from './agent-run.entity';
-import { runAgentLoop, type AgentLoopInput } from './engine/agent-loop';
+import { INTERNAL_ERROR_MESSAGE, runAgentLoop, type AgentLoopInput } from './engine/agent-loop';
 import type { EndStep, RunDelta, RunStep } from './engine/run-step';
 import type { SkillInput } from './engine/skill-block';
 import { BoundedQueue } from './bounded-queue';
@@ -55,21 +55,39 @@ export interface RunView {
 export interface RunServiceOptions {
   /** How many steps a live watcher may fall behind before it is told to resubscribe. */
   watcherQueueSize: number;
+  /**
+   * Seconds after which a run whose owner stopped renewing its lease counts as
+   * orphaned. The owner renews every third of it.
+   */
+  leaseSeconds?: number;
+  /**
+   * A watcher that heard nothing for this long reads the table (its bus
+   * messages may have been lost, e.g. with a dropped Redis connection).
+   */
+  watcherRecheckMs?: number;
+  /** Bytes one provider call may answer. */
+  providerMaxResponseBytes?: number;
+  /** Waits between attempts to store a step; one more attempt than entries. */
+  storeRetryDelaysMs?: readonly number[];
   /** Builds the adapter for a provider; tests swap in scripted ones. */
   adapterFactory?: (settings: ReturnType<ProviderService['settingsFor']>) => ChatAdapter;
 }
 
 interface ActiveRun {
+  uid: number;
   controller: AbortController;
   dryRun: boolean;
   done: Promise<void>;
 }
 
-/** How often an instance renews the leases of its runs, and when another instance may take a lease as dead. */
-const HEARTBEAT_SECONDS = 10;
-const STALE_LEASE_SECONDS = 45;
-/** How long cancelRun waits for another instance to end a run it was asked to cancel. */
-const REMOTE_CANCEL_WAIT_MS = 10_000;
+const DEFAULT_LEASE_SECONDS = 15;
+const DEFAULT_WATCHER_RECHECK_MS = 5_000;
+const DEFAULT_STORE_RETRY_DELAYS_MS: readonly number[] = [100, 500, 2_000];
+/** How often cancelRun looks whether the owner of a run ended it, or died. */
+const REMOTE_CANCEL_POLL_MS = 250;
+
+/** The END a run gets when its real END cannot be stored (too large, values out of range): small and always storable. */
+export const UNSTORABLE_RESULT_MESSAGE = 'The run ended, but its result could not be stored.';
 
 export class RunService {
   readonly store: RunStore;
@@ -149,7 +167,7 @@ export class RunService {
     const row = await this.store.createRun({ uuid: crypto.randomUUID(), configurationUid: configuration.uid, configurationIdentifier: configuration.identifier }, this.instanceId);
     const controller = new AbortController();
     const settings = provider ? this.providers.settingsFor(provider) : null;
-    const adapter: ChatAdapter = settings ? (this.options.adapterFactory ?? ((s) => createChatAdapter(s, { logger: this.logger })))(settings) : unusableAdapter;
+    const adapter: ChatAdapter = settings ? (this.options.adapterFactory ?? ((s) => createChatAdapter(s, { logger: this.logger, ...(this.options.providerMaxResponseBytes ? { maxResponseBytes: this.options.providerMaxResponseBytes } : {}) })))(settings) : unusableAdapter;
 
     const loopInput: AgentLoopInput = {
       adapter,
@@ -177,7 +195,7 @@ export class RunService {
       stopListening();
       this.active.delete(row.uuid);
     });
-    this.active.set(row.uuid, { controller, dryRun, done });
+    this.active.set(row.uuid, { uid: row.uid, controller, dryRun, done });
     this.logger.info({ runId: row.uuid, configuration: configuration.identifier, dryRun, by: caller.name }, 'run started');
     return { row, dryRun, finalContent: null, error: null };
   }
@@ -186,29 +204,87 @@ export class RunService {
     // Let startRun answer before the first step is written.
     await new Promise((resolve) => setImmediate(resolve));
     let sequence = 0;
+    const recordStep = async (step: RunStep): Promise<void> => {
+      // Persist, then publish: a watcher that arrives late reads what it missed from the table.
+      // The sequence number advances only once the step is stored, so a failed write leaves no gap.
+      const stored = await this.storeStep(row, sequence + 1, step);
+      sequence = stored.sequence;
+      this.bus.publish(row.uuid, { type: 'step', step: stored });
+    };
     try {
-      await this.store.markRunning(row.uid);
+      await this.withStoreRetries(row, 'mark the run running', () => this.store.markRunning(row.uid));
       const outcome = await runAgentLoop(input, {
-        recordStep: async (step: RunStep) => {
-          sequence += 1;
-          // Persist, then publish: a watcher that arrives late reads what it missed from the table.
-          const stored = await this.store.appendStep(row.uid, sequence, step);
-          this.bus.publish(row.uuid, { type: 'step', step: stored });
-        },
+        recordStep,
         onDelta: (delta: RunDelta) => this.bus.publish(row.uuid, { type: 'delta', delta }),
         logger: { warn: (obj, msg) => this.logger.warn({ runId: row.uuid, ...obj }, msg), error: (obj, msg) => this.logger.error({ runId: row.uuid, ...obj }, msg) },
       });
       this.logger.info({ runId: row.uuid, status: outcome.status, reason: outcome.terminationReason, tokens: outcome.totalTokens }, 'run finished');
     } catch (error) {
-      // The loop records its own END; this is only reached when storing failed.
+      // The loop records its own END; this is only reached when marking the run failed.
       this.logger.error({ err: error, runId: row.uuid }, 'run failed outside the loop');
-      await this.closeAsFailed(row, sequence, 'error', 'The run stopped because of an internal error.').catch((closeError: unknown) =>
+      await this.closeAsFailed(row, sequence, 'error', INTERNAL_ERROR_MESSAGE).catch((closeError: unknown) =>
         this.logger.error({ err: closeError, runId: row.uuid }, 'could not close a failed run'),
       );
     }
   }
 
-  /** Aborts the in-flight provider call or tool; the loop then ends the run CANCELLED with an END step. */
+  /**
+   * Stores one step, retrying while the database refuses. An END that cannot
+   * be stored as it is (an answer over the database's packet limit, values a
+   * column cannot hold) is replaced by a small FAILED END, so every run ends.
+   * When even that fails, the run's lease is no longer renewed and
+   * housekeeping closes the run once the database answers again.
+   */
+  private async storeStep(row: AgentRunEntity, sequence: number, step: RunStep): Promise<StoredStep> {
+    try {
+      return await this.withStoreRetries(row, `store step ${sequence}`, () => this.appendStepOnce(row.uid, sequence, step));
+    } catch (error) {
+      if (step.kind !== 'end') throw error;
+      const fallback: EndStep = {
+        ...step,
+        status: 'FAILED',
+        terminationReason: 'error',
+        finalContent: null,
+        error: UNSTORABLE_RESULT_MESSAGE,
+        errorClass: 'UnstorableResult',
+      };
+      return this.withStoreRetries(row, `store the fallback END ${sequence}`, () => this.appendStepOnce(row.uid, sequence, fallback));
+    }
+  }
+
+  /** One attempt; a retry after a write whose answer was lost finds the step stored and does not write it twice. */
+  private async appendStepOnce(runUid: number, sequence: number, step: RunStep): Promise<StoredStep> {
+    try {
+      return await this.store.appendStep(runUid, sequence, step);
+    } catch (error) {
+      const stored = await this.store.stepsAfter(runUid, sequence - 1).catch(() => []);
+      const same = stored.find((candidate) => candidate.sequence === sequence && candidate.kind === step.kind);
+      if (same) return same;
+      throw error;
+    }
+  }
+
+  private async withStoreRetries<T>(row: AgentRunEntity, what: string, attempt: () => Promise<T>): Promise<T> {
+    const delays = this.options.storeRetryDelaysMs ?? DEFAULT_STORE_RETRY_DELAYS_MS;
+    for (let tried = 0; ; tried += 1) {
+      try {
+        return await attempt();
+      } catch (error) {
+        // Only the error's class and code: a driver error's text may quote the parameters (the whole answer).
+        this.logger.warn({ runId: row.uuid, attempt: tried + 1, errorClass: className(error), code: errorCode(error) }, `could not ${what}`);
+        const delay = delays[tried];
+        if (delay === undefined) throw error;
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
+  }
+
+  /**
+   * Aborts the in-flight provider call or tool; the loop then ends the run
+   * CANCELLED with an END step. A run executed by another instance is asked
+   * to stop over the bus; a run nobody executes any more (its owner died) is
+   * closed here at once.
+   */
   async cancel(uuid: string): Promise<RunView> {
     const row = await this.store.findRun(uuid);
     if (!row) throw new NotFoundError(`No run with id "${uuid}"`, 'id');
@@ -238,32 +314,46 @@ export class RunService {
     return this.store.stepsAfter(runUid, afterSequence);
   }
 
-  /** Asks the instance running `row` to abort it and waits (bounded) for its END step. */
+  /**
+   * Asks the instance running `row` to abort it and waits for its END. Closes
+   * the run itself when no live instance holds it: at once for an orphan,
+   * or as soon as the owner's lease goes stale.
+   */
   private async cancelElsewhere(row: AgentRunEntity): Promise<void> {
-    const ended = new Promise<void>((resolve) => {
-      const timer = setTimeout(finish, REMOTE_CANCEL_WAIT_MS);
-      const unsubscribe = this.bus.subscribe(row.uuid, (message) => {
-        if (message.type === 'step' && message.step.kind === 'end') finish();
-      });
-      function finish() {
-        clearTimeout(timer);
-        unsubscribe();
-        resolve();
-      }
+    let ended = false;
+    const unsubscribe = this.bus.subscribe(row.uuid, (message) => {
+      if (message.type === 'step' && message.step.kind === 'end') ended = true;
     });
-    this.bus.publish(row.uuid, { type: 'cancel' });
-    await ended;
+    try {
+      this.bus.publish(row.uuid, { type: 'cancel' });
+      const deadline = Date.now() + (this.leaseSeconds + 2) * 1000;
+      for (;;) {
+        if (ended) return;
+        const current = await this.store.findRun(row.uuid);
+        if (!current || (current.status !== 'QUEUED' && current.status !== 'RUNNING')) return;
+        if (!(await this.store.hasLiveLease(row.uid, this.leaseSeconds)) || Date.now() > deadline) {
+          await this.closeOrphan(current, 'CANCELLED', 'cancelled', null);
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, REMOTE_CANCEL_POLL_MS));
+      }
+    } finally {
+      unsubscribe();
+    }
+  }
+
+  private get leaseSeconds(): number {
+    return this.options.leaseSeconds ?? DEFAULT_LEASE_SECONDS;
   }
 
   /** Renews this instance's leases and closes runs whose owner died, until `stop()`. */
   startHousekeeping(): void {
     if (this.heartbeatTimer) return;
-    let beats = 0;
     this.heartbeatTimer = setInterval(() => {
-      beats += 1;
-      const work = this.store.heartbeat(this.instanceId).then(() => (beats % 3 === 0 ? this.recoverInterrupted() : 0));
-      work.catch((error: unknown) => this.logger.warn({ err: error }, 'run housekeeping failed; will retry'));
-    }, HEARTBEAT_SECONDS * 1000);
+      const uids = [...this.active.values()].map((run) => run.uid);
+      const work = this.store.heartbeat(this.instanceId, uids).then(() => this.recoverInterrupted());
+      work.catch((error: unknown) => this.logger.warn({ errorClass: className(error), code: errorCode(error) }, 'run housekeeping failed; will retry'));
+    }, Math.max(250, (this.leaseSeconds * 1000) / 3));
     this.heartbeatTimer.unref();
   }
 
@@ -274,9 +364,16 @@ export class RunService {
 
   /** Waits for every run of this process to finish (graceful shutdown, tests). */
   async drain(cancel: boolean): Promise<void> {
+    const uuids = new Set(this.active.keys());
     const runs = [...this.active.values()];
     if (cancel) for (const run of runs) run.controller.abort();
     await Promise.allSettled(runs.map((run) => run.done));
+    // The watchers of these runs have their END now; let them hand it over before the sockets close (bounded).
+    const deadline = Date.now() + 2_000;
+    while ([...this.quietWatchers].some((watcher) => uuids.has(watcher.uuid)) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    await new Promise((resolve) => setImmediate(resolve));
   }
 
   /**
@@ -284,11 +381,11 @@ export class RunService {
    * its owner stopped renewing — is FAILED, reason `interrupted`, with an END step.
    */
   async recoverInterrupted(): Promise<number> {
-    const rows = await this.store.orphanedRuns(STALE_LEASE_SECONDS);
+    const rows = await this.store.orphanedRuns(this.leaseSeconds);
     let closed = 0;
     for (const row of rows) {
       if (this.active.has(row.uuid)) continue;
-      if (await this.closeAsFailed(row, await this.store.lastSequence(row.uid), 'interrupted', 'The server stopped while this run was in progress.')) {
+      if (await this.closeOrphan(row, 'FAILED', 'interrupted', 'The server stopped while this run was in progress.')) {
         closed += 1;
         this.logger.warn({ runId: row.uuid }, 'marked an interrupted run as failed');
       }
@@ -305,7 +402,7 @@ export class RunService {
   async openTrace(uuid: string, afterSequence: number): Promise<AsyncIterableIterator<StoredStep | SubscriberLaggedError>> {
     const row = await this.store.findRun(uuid);
     if (!row) throw new NotFoundError(`No run with id "${uuid}"`, 'runId');
-    const queue = new BoundedQueue<StoredStep>(this.options.watcherQueueSize);
+    const queue = new BoundedQueue<StoredStep | typeof RECHECK>(this.options.watcherQueueSize);
     return releasing(this.trace(row, afterSequence, queue), queue);
   }
 
@@ -314,11 +411,51 @@ export class RunService {
     return this.bus.listenerCount(uuid);
   }
 
-  private async *trace(row: AgentRunEntity, afterSequence: number, queue: BoundedQueue<StoredStep>): AsyncGenerator<StoredStep | SubscriberLaggedError> {
+  /**
+   * Live watchers that heard nothing for a while are told to read the table:
+   * one timer for all of them. A watcher counts as quiet from its last bus
+   * message; the bus announces its own reconnects as well.
+   */
+  private readonly quietWatchers = new Set<TraceWatcher>();
+  private quietTimer: NodeJS.Timeout | null = null;
+
+  private watchQuiet(watcher: TraceWatcher): () => void {
+    this.quietWatchers.add(watcher);
+    const recheckMs = this.options.watcherRecheckMs ?? DEFAULT_WATCHER_RECHECK_MS;
+    if (!this.quietTimer) {
+      this.quietTimer = setInterval(() => {
+        const now = Date.now();
+        for (const quiet of this.quietWatchers) {
+          if (now - quiet.heardAt >= recheckMs) {
+            quiet.heardAt = now;
+            quiet.wake();
+          }
+        }
+      }, Math.max(50, recheckMs / 2));
+      this.quietTimer.unref();
+    }
+    return () => {
+      this.quietWatchers.delete(watcher);
+      if (this.quietWatchers.size === 0 && this.quietTimer) {
+        clearInterval(this.quietTimer);
+        this.quietTimer = null;
+      }
+    };
+  }
+
+  private async *trace(row: AgentRunEntity, afterSequence: number, queue: BoundedQueue<StoredStep | typeof RECHECK>): AsyncGenerator<StoredStep | SubscriberLaggedError> {
     const uuid = row.uuid;
+    const watcher: TraceWatcher = { uuid, heardAt: Date.now(), wake: () => queue.push(RECHECK) };
     const unsubscribe = this.bus.subscribe(uuid, (message) => {
-      if (message.type === 'step') queue.push(message.step);
+      if (message.type === 'step') {
+        watcher.heardAt = Date.now();
+        queue.push(message.step);
+      } else if (message.type === 'reconnected') {
+        // Whatever was published while the bus was away is only in the table now.
+        queue.push(RECHECK);
+      }
     });
+    const stopWatchingQuiet = this.watchQuiet(watcher);
     let last = Math.max(0, afterSequence);
     try {
       for (const step of await this.store.stepsAfter(row.uid, last)) {
@@ -329,15 +466,32 @@ export class RunService {
       // A client resuming at or after END has nothing left to receive. The row was
       // read before the listener was attached, and END shares the status update's
       // transaction, so a finished status here means END is already stored.
-      if (row.status !== 'QUEUED' && row.status !== 'RUNNING') return;
+      if (!isOpen(row.status)) return;
       for (;;) {
         const next = await queue.next();
         if (next.done) {
           if (queue.hasOverflowed) yield lagged(last);
           return;
         }
-        const step = next.value;
-        if (step.sequence <= last) continue;
+        const item = next.value;
+        if (item === RECHECK) {
+          // Fill from the table: messages may have been lost on the way.
+          for (const missed of await this.store.stepsAfter(row.uid, last)) {
+            yield missed;
+            last = missed.sequence;
+            if (missed.kind === 'end') return;
+          }
+          // Nothing stored after `last`, and the run is over: its END is at or before `last`.
+          const current = await this.store.findRun(uuid);
+          if (!current || !isOpen(current.status)) return;
+          continue;
+        }
+        const step = item;
+        if (step.sequence <= last) {
+          // The END of a run whose trace was asked from beyond its last sequence: nothing more will come.
+          if (step.kind === 'end') return;
+          continue;
+        }
         if (step.sequence > last + 1) {
           for (const missed of await this.store.stepsAfter(row.uid, last)) {
             if (missed.sequence >= step.sequence) break;
@@ -350,6 +504,7 @@ export class RunService {
         if (step.kind === 'end') return;
       }
     } finally {
+      stopWatchingQuiet();
       unsubscribe();
       queue.close();
     }
@@ -403,12 +558,21 @@ export class RunService {
     };
   }
 
-  private async closeAsFailed(row: AgentRunEntity, lastSequence: number, reason: string, error: string): Promise<boolean> {
+  /** Closes an open run that no loop executes, after its last stored step. */
+  private async closeOrphan(row: AgentRunEntity, status: 'FAILED' | 'CANCELLED', reason: string, error: string | null): Promise<boolean> {
+    return this.closeOutsideLoop(row, await this.store.lastSequence(row.uid), status, reason, error);
+  }
+
+  private closeAsFailed(row: AgentRunEntity, lastSequence: number, reason: string, error: string): Promise<boolean> {
+    return this.closeOutsideLoop(row, lastSequence, 'FAILED', reason, error);
+  }
+
+  private async closeOutsideLoop(row: AgentRunEntity, lastSequence: number, status: 'FAILED' | 'CANCELLED', reason: string, error: string | null): Promise<boolean> {
     const end = {
       kind: 'end',
       round: 0,
       durationMs: 0,
-      status: 'FAILED',
+      status,
       // `interrupted` and `error` end runs outside the loop, so the loop's own reason type does not list them.
       terminationReason: reason,
       iterations: row.iterations,
@@ -419,7 +583,7 @@ export class RunService {
       totalTokens: row.totalTokens,
       estimatedCost: row.estimatedCost,
       error,
-      errorClass: reason === 'interrupted' ? 'Interrupted' : 'InternalError',
+      errorClass: reason === 'interrupted' ? 'Interrupted' : reason === 'cancelled' ? null : 'InternalError',
       dryRun: false,
     } as unknown as EndStep;
     const stored = await this.store.closeIfOpen(row.uid, lastSequence + 1, end);
@@ -448,6 +612,20 @@ function releasing<T>(generator: AsyncGenerator<T>, queue: { close(): void }): A
     [Symbol.asyncIterator]: () => iterator,
   };
   return iterator;
+}
+
+interface TraceWatcher {
+  uuid: string;
+  /** When it last heard from the bus. */
+  heardAt: number;
+  wake(): void;
+}
+
+/** A watcher's signal to read the table instead of waiting for the bus. */
+const RECHECK = Symbol('recheck');
+
+function isOpen(status: string): boolean {
+  return status === 'QUEUED' || status === 'RUNNING';
 }
 
 function lagged(lastSequence: number): SubscriberLaggedError {
@@ -481,3 +659,12 @@ const unusableAdapter: ChatAdapter = {
     throw new Error('no model configured');
   },
 };
+
+function className(error: unknown): string {
+  return error instanceof Error ? error.constructor.name || error.name : typeof error;
+}
+
+function errorCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}

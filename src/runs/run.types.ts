@@ -4,6 +4,7 @@ import type { ChatMessage as WireMessage } from '../providers/adapters/types';
 import { fromUnix } from '../shared/time';
 import type { RunView } from './run.service';
 import type { StoredStep } from './trace-bus';
+import { storedInt } from './engine/usage-limits';
 
 export enum RunStatus {
   QUEUED = 'QUEUED',
@@ -95,6 +96,8 @@ function parseArguments(text: string): unknown {
 
 const str = (value: unknown): string | null => (typeof value === 'string' ? value : null);
 const num = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) ? value : null);
+/** A token count as a GraphQL `Int`: a stored value out of its range must not turn a whole list into an error. */
+const count = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) ? storedInt(value) : null);
 
 /**
  * The bus hands the same step object to every live watcher, so with 1,000
@@ -124,9 +127,9 @@ function mapRunStep(step: StoredStep): RunStep {
     thinking: str(step.thinking),
     finishReason: str(step.finishReason),
     rawFinishReason: str(step.rawFinishReason),
-    promptTokens: num(step.promptTokens),
-    completionTokens: num(step.completionTokens),
-    totalTokens: num(step.totalTokens),
+    promptTokens: count(step.promptTokens),
+    completionTokens: count(step.completionTokens),
+    totalTokens: count(step.totalTokens),
     estimatedCost: num(step.estimatedCost),
     requestedToolCalls: calls,
     warnings: Array.isArray(step.warnings) ? (step.warnings as string[]) : null,
@@ -174,13 +177,14 @@ export function toAgentRun(view: RunView): AgentRun {
     terminationReason: row.terminationReason || null,
     dryRun: view.dryRun,
     configurationIdentifier: row.configurationIdentifier || null,
-    iterations: row.iterations,
+    // Rows written by other programs or older versions may hold counts no GraphQL Int can carry.
+    iterations: storedInt(Number(row.iterations)),
     truncated: row.truncated,
     finalContent: view.finalContent,
-    promptTokens: row.totalPromptTokens,
-    completionTokens: row.totalCompletionTokens,
-    totalTokens: row.totalTokens,
-    estimatedCost: row.estimatedCost,
+    promptTokens: storedInt(Number(row.totalPromptTokens)),
+    completionTokens: storedInt(Number(row.totalCompletionTokens)),
+    totalTokens: storedInt(Number(row.totalTokens)),
+    estimatedCost: row.estimatedCost === null ? null : Number(row.estimatedCost),
     error: view.error,
     startedAt: row.startedAt ? fromUnix(row.startedAt) : null,
     finishedAt: row.finishedAt ? fromUnix(row.finishedAt) : null,

@@ -4,6 +4,7 @@
  * The bus never holds history — the event table does; a watcher that missed
  * something reads it from there.
  */
+import crypto from 'node:crypto';
 import Redis from 'ioredis';
 import type { Logger } from '../logger';
 import type { RunDelta } from './engine/run-step';
@@ -21,7 +22,12 @@ export type BusMessage =
   | { type: 'step'; step: StoredStep }
   | { type: 'delta'; delta: RunDelta }
   /** Asks whichever instance executes the run to abort it. */
-  | { type: 'cancel' };
+  | { type: 'cancel' }
+  /**
+   * Local only, never published: the bus was disconnected and is back, so
+   * messages published meanwhile are lost. Watchers read the table.
+   */
+  | { type: 'reconnected' };
 
 export type BusListener = (message: BusMessage) => void;
 
@@ -56,6 +62,10 @@ class ListenerTable {
 
   count(runId: string): number {
     return this.listeners.get(runId)?.size ?? 0;
+  }
+
+  deliverToAll(message: BusMessage): void {
+    for (const runId of [...this.listeners.keys()]) this.deliver(runId, message);
   }
 
   deliver(runId: string, message: BusMessage): void {
@@ -94,19 +104,30 @@ export class RedisTraceBus implements TraceBus {
   }
   private readonly publisher: Redis;
   private readonly subscriber: Redis;
+  readonly subscriberName = `promptwire-trace-${crypto.randomBytes(6).toString('hex')}`;
 
   constructor(
     url: string,
     private readonly logger: Logger,
   ) {
     this.publisher = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 3 });
-    this.subscriber = new Redis(url, { lazyConnect: false });
+    // Named, so an operator (or a test) can tell this instance's subscriber apart in CLIENT LIST.
+    this.subscriber = new Redis(url, { lazyConnect: false, connectionName: this.subscriberName });
     this.subscriber.on('message', (channel: string, payload: string) => {
       try {
         this.table.deliver(channel.slice(CHANNEL_PREFIX.length), JSON.parse(payload) as BusMessage);
       } catch (error) {
         this.logger.warn({ err: error }, 'dropped an unreadable trace message from Redis');
       }
+    });
+    // ioredis subscribes again by itself after a reconnect; what was published meanwhile is gone.
+    let connectedBefore = false;
+    this.subscriber.on('ready', () => {
+      if (connectedBefore) {
+        this.logger.warn({}, 'Redis trace bus reconnected; watchers read what they missed from the table');
+        this.table.deliverToAll({ type: 'reconnected' });
+      }
+      connectedBefore = true;
     });
     for (const client of [this.publisher, this.subscriber]) {
       client.on('error', (error: Error) => this.logger.warn({ err: error.message }, 'Redis trace bus error'));

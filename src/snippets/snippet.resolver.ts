@@ -1,7 +1,9 @@
 import { Arg, Authorized, Ctx, FieldResolver, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import { Role } from '../auth/roles';
 import type { GraphQLContext } from '../graphql/context';
-import { SnippetVersion, toSnippetVersion, toVersionDiff, VersionDiffView } from '../prompt-history/prompt-history.types';
+import { LlmConfiguration, toLlmConfiguration } from '../configurations/configuration.types';
+import { previewSnippetImpact } from '../prompt-history/impact-preview';
+import { PromptChange, SnippetVersion, toSnippetVersion, toVersionDiff, VersionDiffView } from '../prompt-history/prompt-history.types';
 import { BadUserInputError } from '../shared/errors';
 import { CreateSnippetInput, PromptSnippet, toPromptSnippet, UpdateSnippetInput } from './snippet.types';
 
@@ -86,5 +88,25 @@ export class SnippetResolver {
     @Arg('version', () => Int) version: number,
   ): Promise<PromptSnippet> {
     return toPromptSnippet(await services.snippets.restore(uid, version, caller?.name ?? null));
+  }
+
+  @FieldResolver(() => [LlmConfiguration], { description: 'Configurations whose tags select this snippet now (it is in their effective prompt).' })
+  async usedBy(@Root() snippet: PromptSnippet, @Ctx() { loaders }: GraphQLContext): Promise<LlmConfiguration[]> {
+    const library = await loaders.library();
+    const row = library.snippets.find((candidate) => candidate.uid === snippet.uid);
+    return row ? library.usedBy(row).map(toLlmConfiguration) : [];
+  }
+
+  @Authorized(Role.EDITOR)
+  @Mutation(() => [PromptChange], {
+    description: 'For every configuration whose effective prompt the edit would alter: the prompt before and after, and a unified diff. Validated like updateSnippet; writes nothing.',
+  })
+  async previewSnippetChange(
+    @Ctx() { services, loaders }: GraphQLContext,
+    @Arg('uid', () => Int) uid: number,
+    @Arg('input', () => UpdateSnippetInput) input: UpdateSnippetInput,
+  ): Promise<PromptChange[]> {
+    const [{ before, after }, library] = await Promise.all([services.snippets.previewWrite(uid, input), loaders.library()]);
+    return previewSnippetImpact(library, before, after).map((impact) => ({ ...impact, configuration: toLlmConfiguration(impact.configuration) }));
   }
 }

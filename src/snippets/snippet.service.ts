@@ -28,7 +28,7 @@ export interface SnippetFilter extends Page {
 }
 
 /** Sorting, then name, then uid so that pages are stable. */
-function byListOrder(a: PromptSnippetEntity, b: PromptSnippetEntity): number {
+export function byListOrder(a: PromptSnippetEntity, b: PromptSnippetEntity): number {
   return a.sorting - b.sorting || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) || a.uid - b.uid;
 }
 
@@ -130,6 +130,20 @@ export class SnippetService {
       if (identifier !== undefined) await assertIdentifierAvailable(manager, PromptSnippetEntity, identifier, uid, 'snippet');
       applyWrite(row, { ...input, identifier }, false);
     });
+  }
+
+  /**
+   * The row as it is and as `input` would make it, validated exactly as an
+   * update is (the same errors), without writing anything.
+   */
+  async previewWrite(uid: number, input: SnippetWrite): Promise<{ before: PromptSnippetEntity; after: PromptSnippetEntity }> {
+    const identifier = input.identifier === undefined ? undefined : normalizeIdentifier(input.identifier);
+    const manager = this.dataSource.manager;
+    const before = await findLiveOrFail(manager, PromptSnippetEntity, uid, 'snippet');
+    if (identifier !== undefined) await assertIdentifierAvailable(manager, PromptSnippetEntity, identifier, uid, 'snippet');
+    const after = manager.create(PromptSnippetEntity, { ...before });
+    applyWrite(after, { ...input, identifier }, false);
+    return { before, after };
   }
 
   /** Writes a stored version's content back (the identifier stays); the result is a new version. */

@@ -8,6 +8,7 @@ import {
   ProviderConnectionError,
   ProviderRateLimitError,
   ProviderRequestError,
+  ProviderResponseError,
 } from '../../src/providers/adapters/errors';
 import { createChatAdapter, type ChatAdapterDeps } from '../../src/providers/adapters/registry';
 import type { ChatResult, ProviderSettings, StreamEvent } from '../../src/providers/adapters/types';
@@ -244,12 +245,14 @@ describe.each(KITS)('$name adapter contract', (kit) => {
   it("the caller's AbortSignal cancels at once, closes the socket and is not retried", async () => {
     server.enqueue({ hang: true }, { body: JSON.stringify(kit.scenarios.text.body) });
     const controller = new AbortController();
-    const started = Date.now();
     const pending = adapter({ maxRetries: 3 }).chat({ ...baseRequest(), signal: controller.signal });
-    setTimeout(() => controller.abort(), 50);
-    await expect(pending).rejects.toBeInstanceOf(ProviderCancelledError);
+    const outcome = expect(pending).rejects.toBeInstanceOf(ProviderCancelledError);
+    await server.received(1);
+    const aborted = Date.now();
+    controller.abort();
+    await outcome;
     // At once: not when the 10 s timeout would have fired.
-    expect(Date.now() - started).toBeLessThan(1000);
+    expect(Date.now() - aborted).toBeLessThan(1000);
     await server.requests[0]?.clientClosed;
     expect(server.requests[0]?.clientClosedEarly).toBe(true);
     expect(server.requests).toHaveLength(1);
@@ -291,6 +294,32 @@ describe.each(KITS)('$name adapter contract', (kit) => {
     const error: unknown = await collect(adapter().stream(request)).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ProviderConnectionError);
     expect((error as Error).message).toBe(`${kit.name}-main: timed out after 0.2s`);
+  });
+
+  it('a stream that sends only keep-alives ends at the idle deadline (the provider\'s apiTimeout)', async () => {
+    // SSE comment lines, or blank NDJSON lines: bytes, but no frame.
+    server.enqueue({ keepAlive: kit.streamContentType.includes('event-stream') ? ': keep-alive\n\n' : '\n', keepAliveEveryMs: 40 });
+    const started = Date.now();
+    const error: unknown = await collect(adapter({ apiTimeout: 0.3, maxRetries: 0 }).stream(baseRequest())).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ProviderConnectionError);
+    expect((error as Error).message).toBe(`${kit.name}-main: timed out after 0.3s`);
+    expect(Date.now() - started).toBeLessThan(3000);
+  });
+
+  it('an answer beyond the byte cap ends the call with a clear error, read in pieces or announced by its length', async () => {
+    const big = JSON.stringify({ padding: 'x'.repeat(4096) });
+    server.enqueue({ body: big, chunkBytes: 512 }, { body: big });
+    for (let i = 0; i < 2; i += 1) {
+      const error: unknown = await adapter({ maxRetries: 3 }, { maxResponseBytes: 1024 }).chat(baseRequest()).catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(ProviderResponseError);
+      expect((error as Error).message).toBe(`${kit.name}-main: answer larger than 1024 bytes (PROVIDER_MAX_RESPONSE_BYTES)`);
+    }
+    // Not retried: the same question gets the same long answer.
+    expect(server.requests).toHaveLength(2);
+    const stream = kit.scenarios.text.stream;
+    server.enqueue({ body: stream + ' '.repeat(2048), chunkBytes: 256, headers: { 'content-type': kit.streamContentType } });
+    const streamed: unknown = await collect(adapter({}, { maxResponseBytes: Buffer.byteLength(stream) - 1 }).stream(baseRequest())).catch((caught: unknown) => caught);
+    expect(streamed).toBeInstanceOf(ProviderResponseError);
   });
 
   it('leaving a stream early releases the connection', async () => {

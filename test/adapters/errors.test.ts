@@ -10,7 +10,7 @@ import {
   parseRetryAfter,
   redactSecrets,
 } from '../../src/providers/adapters/errors';
-import { type RetryPolicy, effectiveTimeoutSeconds, retryDelay } from '../../src/providers/adapters/http';
+import { type RetryPolicy, callDeadlines, effectiveTimeoutSeconds, retryDelay } from '../../src/providers/adapters/http';
 
 const KEY = 'sk-live-abcdefghijklmnop1234';
 
@@ -145,5 +145,19 @@ describe('effectiveTimeoutSeconds', () => {
     expect(effectiveTimeoutSeconds(undefined, 30)).toBe(30);
     expect(effectiveTimeoutSeconds(0, 0)).toBe(120);
     expect(effectiveTimeoutSeconds('7', 30)).toBe(30);
+  });
+});
+
+describe('callDeadlines', () => {
+  it('bounds the whole call by the call option and silence by the provider\'s apiTimeout', () => {
+    expect(callDeadlines(120, 30)).toEqual({ totalSeconds: 120, idleSeconds: 30 });
+    expect(callDeadlines(10, 30)).toEqual({ totalSeconds: 10, idleSeconds: 10 });
+    expect(callDeadlines(undefined, 45)).toEqual({ totalSeconds: 120, idleSeconds: 45 });
+  });
+
+  it('ignores a timeout outside 0..3600 s instead of timing out at once', () => {
+    expect(callDeadlines(10_000_000, 30)).toEqual({ totalSeconds: 120, idleSeconds: 30 });
+    expect(callDeadlines(-5, 0)).toEqual({ totalSeconds: 120, idleSeconds: 30 });
+    expect(effectiveTimeoutSeconds(10_000_000, 30)).toBe(30);
   });
 });

@@ -13,7 +13,7 @@ import {
   type HttpPost,
   ProviderHttpClient,
   type RetryPolicy,
-  effectiveTimeoutSeconds,
+  callDeadlines,
 } from './http';
 import { NdjsonFramingError, decodeNdjsonLines } from './ndjson';
 import { SseFramingError, decodeSse } from './sse';
@@ -32,6 +32,8 @@ export interface AdapterDependencies {
   logger: AdapterLogger;
   retry: RetryPolicy;
   newToolCallId: () => string;
+  /** Bytes one call may receive. */
+  maxResponseBytes: number;
 }
 
 export interface WireRequest {
@@ -79,6 +81,7 @@ export abstract class HttpChatAdapter implements ChatAdapter {
       fetch: deps.fetch,
       logger: deps.logger,
       retry: deps.retry,
+      maxResponseBytes: deps.maxResponseBytes,
     });
   }
 
@@ -112,12 +115,13 @@ export abstract class HttpChatAdapter implements ChatAdapter {
    */
   async *stream(request: ChatRequest): AsyncGenerator<StreamEvent, void, undefined> {
     const { post, warnings, context } = this.prepare(request, true);
-    const chunks = await this.http.postForStream(post);
+    const { chunks, progress } = await this.http.postForStream(post);
     const decoder = this.createStreamDecoder(context);
     const captured: unknown[] | null = request.options.captureRaw === true ? [] : null;
     let sawEndSentinel = false;
     try {
       for await (const frame of this.frames(chunks)) {
+        progress();
         if (this.isEndSentinel(frame.data)) {
           sawEndSentinel = true;
           break;
@@ -160,7 +164,7 @@ export abstract class HttpChatAdapter implements ChatAdapter {
       url: wire.url,
       headers: { ...this.customHeaders(), ...wire.headers },
       body: JSON.stringify(wire.body),
-      timeoutSeconds: effectiveTimeoutSeconds(request.options.timeout, this.settings.apiTimeout),
+      deadlines: callDeadlines(request.options.timeout, this.settings.apiTimeout),
       ...(request.signal === undefined ? {} : { signal: request.signal }),
     };
     const context: WireContext = {

@@ -8,6 +8,7 @@ import {
   ProviderConnectionError,
   ProviderError,
   ProviderRateLimitError,
+  ProviderResponseError,
   errorFromResponse,
   excerptBody,
 } from './errors';
@@ -42,6 +43,12 @@ const UTF8 = new TextDecoder('utf-8');
 
 /** Used when neither the call options nor the provider row give a usable timeout (behaviour.md §5 default). */
 const FALLBACK_TIMEOUT_SECONDS = 120;
+/** A timeout is 1 s to an hour, as configurations and providers validate it; anything else is not a usable value. */
+export const MAX_TIMEOUT_SECONDS = 3600;
+/** The provider row's default `api_timeout`. */
+const FALLBACK_IDLE_SECONDS = 30;
+/** Default for `PROVIDER_MAX_RESPONSE_BYTES`: what one provider call may answer. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
 
 export interface HttpClientOptions {
   /** The provider row's identifier; prefixes every error message. */
@@ -52,15 +59,30 @@ export interface HttpClientOptions {
   fetch: typeof fetch;
   logger: AdapterLogger;
   retry: RetryPolicy;
+  /** Bytes one call may receive; beyond it the call ends with a response error. Memory stays proportional to it. */
+  maxResponseBytes: number;
+}
+
+/** The two deadlines of one call, in seconds (see `callDeadlines`). */
+export interface CallDeadlines {
+  /** The whole call: every attempt, every backoff wait, the whole body or stream. */
+  totalSeconds: number;
+  /** The longest silence: before the answer starts, and between stream frames (keep-alive comments are silence). */
+  idleSeconds: number;
 }
 
 export interface HttpPost {
   url: string;
   headers: Record<string, string>;
   body: string;
-  /** Seconds. For a plain call: the whole exchange including the body. For a stream: the longest silence. */
-  timeoutSeconds: number;
+  deadlines: CallDeadlines;
   signal?: AbortSignal;
+}
+
+/** A streamed body: its chunks, and `progress()` which the reader calls for every frame that carried data. */
+export interface StreamBody {
+  chunks: AsyncGenerator<Uint8Array, void, undefined>;
+  progress(): void;
 }
 
 export class ProviderHttpClient {
@@ -68,13 +90,16 @@ export class ProviderHttpClient {
 
   /** POSTs and returns the text of a 2xx body, retrying retryable failures. */
   async postForText(post: HttpPost): Promise<string> {
-    return this.withRetries(post, async () => {
-      const guard = new AttemptGuard(post.signal, post.timeoutSeconds);
+    const deadline = Date.now() + post.deadlines.totalSeconds * 1000;
+    return this.withRetries(post, deadline, async () => {
+      const guard = new AttemptGuard(post.signal, post.deadlines, deadline);
       try {
         const response = await this.send(post, guard);
         // Reading the body is part of the attempt: a reset half-way through is retried like a refused connection.
-        // arrayBuffer + one decoder call is measurably cheaper than Response.text() for large bodies.
-        return UTF8.decode(await response.arrayBuffer());
+        const chunks: Uint8Array[] = [];
+        for await (const chunk of readBody(response, guard, this.options.provider, this.options.maxResponseBytes, true)) chunks.push(chunk);
+        // One decoder call over the joined bytes is measurably cheaper than Response.text() for large bodies.
+        return UTF8.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
       } catch (error) {
         throw guard.translate(error, this.options.provider);
       } finally {
@@ -89,12 +114,14 @@ export class ProviderHttpClient {
    * caller, who may already have forwarded deltas. Leaving the iteration early
    * cancels the body, which releases the socket.
    */
-  async postForStream(post: HttpPost): Promise<AsyncGenerator<Uint8Array, void, undefined>> {
-    return this.withRetries(post, async () => {
-      const guard = new AttemptGuard(post.signal, post.timeoutSeconds);
+  async postForStream(post: HttpPost): Promise<StreamBody> {
+    const deadline = Date.now() + post.deadlines.totalSeconds * 1000;
+    return this.withRetries(post, deadline, async () => {
+      const guard = new AttemptGuard(post.signal, post.deadlines, deadline);
       try {
         const response = await this.send(post, guard);
-        return readBody(response, guard, this.options.provider);
+        // From here on only frames with data count as progress, not bytes: a stream of keep-alive comments is silent.
+        return { chunks: readBody(response, guard, this.options.provider, this.options.maxResponseBytes, false), progress: () => guard.arm() };
       } catch (error) {
         guard.dispose();
         throw guard.translate(error, this.options.provider);
@@ -110,22 +137,25 @@ export class ProviderHttpClient {
       signal: guard.signal,
     });
     if (!response.ok) {
-      const text = await response.text().catch(() => '');
+      // An error body is only excerpted: read at most a little of it.
+      const text = await readLimitedText(response, 64 * 1024).catch(() => '');
       throw errorFromResponse(this.options.provider, response.status, response.headers, text, this.options.apiKey);
     }
     return response;
   }
 
-  private async withRetries<T>(post: HttpPost, attempt: () => Promise<T>): Promise<T> {
+  private async withRetries<T>(post: HttpPost, deadline: number, attempt: () => Promise<T>): Promise<T> {
     const { provider, maxRetries, logger, retry } = this.options;
     for (let retriesDone = 0; ; retriesDone++) {
       if (post.signal?.aborted === true) throw new ProviderCancelledError({ provider });
+      if (Date.now() >= deadline) throw new ProviderConnectionError({ provider }, `timed out after ${post.deadlines.totalSeconds}s`);
       try {
         return await attempt();
       } catch (error) {
         if (!(error instanceof ProviderError) || !error.retryable || retriesDone >= maxRetries) throw error;
         const delayMs = retryDelay(retriesDone, error, retry);
-        if (delayMs === null) throw error;
+        // No retry that could not even start before the call's deadline.
+        if (delayMs === null || Date.now() + delayMs >= deadline) throw error;
         logger.warn(
           { provider, status: error.status, retry: retriesDone + 1, maxRetries, delayMs, error: error.message },
           'provider call failed, retrying',
@@ -152,11 +182,26 @@ export function retryDelay(retriesDone: number, error: ProviderError, policy: Re
   return Math.round(step / 2 + policy.random() * (step / 2));
 }
 
-/** Seconds from the call options, else the provider row, else the documented default. */
+/** A timeout in seconds when it is a usable one (0 < t ≤ 3600), else null. */
+function usableSeconds(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 && value <= MAX_TIMEOUT_SECONDS ? value : null;
+}
+
+/** Seconds from the call options, else the provider row, else the documented default. Values outside 0..3600 are not usable. */
 export function effectiveTimeoutSeconds(optionTimeout: unknown, providerTimeout: number): number {
-  if (typeof optionTimeout === 'number' && Number.isFinite(optionTimeout) && optionTimeout > 0) return optionTimeout;
-  if (Number.isFinite(providerTimeout) && providerTimeout > 0) return providerTimeout;
-  return FALLBACK_TIMEOUT_SECONDS;
+  return usableSeconds(optionTimeout) ?? usableSeconds(providerTimeout) ?? FALLBACK_TIMEOUT_SECONDS;
+}
+
+/**
+ * The deadlines of one provider call: the whole call is bounded by the call
+ * options' `timeout` (the configuration's, else the model's default,
+ * behaviour.md §5; 120 s without one); silence is bounded by the provider's
+ * `api_timeout`, never longer than the whole call.
+ */
+export function callDeadlines(optionTimeout: unknown, providerTimeout: number): CallDeadlines {
+  const totalSeconds = usableSeconds(optionTimeout) ?? FALLBACK_TIMEOUT_SECONDS;
+  const idleSeconds = Math.min(totalSeconds, usableSeconds(providerTimeout) ?? FALLBACK_IDLE_SECONDS);
+  return { totalSeconds, idleSeconds };
 }
 
 export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -179,23 +224,27 @@ export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> 
 
 /**
  * One attempt's abort controller: fires when the caller's signal fires (the
- * socket is torn down at once) or when the attempt is silent for longer than
- * the timeout. Remembers which of the two happened, so the error says so.
+ * socket is torn down at once), when the call's overall deadline passes, or
+ * when the attempt is silent for longer than the idle deadline. Remembers
+ * which of them happened, so the error says so.
  */
 class AttemptGuard {
   private readonly controller = new AbortController();
-  private timer: NodeJS.Timeout | undefined;
-  private timedOut = false;
+  private idleTimer: NodeJS.Timeout | undefined;
+  private readonly totalTimer: NodeJS.Timeout;
+  private timedOutAfter: number | null = null;
   private readonly onCallerAbort = (): void => this.controller.abort(this.caller?.reason);
 
   constructor(
     private readonly caller: AbortSignal | undefined,
-    private readonly timeoutSeconds: number,
+    private readonly deadlines: CallDeadlines,
+    deadline: number,
   ) {
     if (caller !== undefined) {
       if (caller.aborted) this.controller.abort(caller.reason);
       else caller.addEventListener('abort', this.onCallerAbort, { once: true });
     }
+    this.totalTimer = setTimeout(() => this.timeOut(deadlines.totalSeconds), Math.max(0, deadline - Date.now()));
     this.arm();
   }
 
@@ -203,31 +252,35 @@ class AttemptGuard {
     return this.controller.signal;
   }
 
-  /** (Re)starts the silence timer. */
+  /** (Re)starts the silence timer: the provider made progress. */
   arm(): void {
     this.disarm();
-    this.timer = setTimeout(() => {
-      this.timedOut = true;
-      this.controller.abort(new Error(`timed out after ${this.timeoutSeconds}s`));
-    }, this.timeoutSeconds * 1000);
+    this.idleTimer = setTimeout(() => this.timeOut(this.deadlines.idleSeconds), this.deadlines.idleSeconds * 1000);
   }
 
-  /** Stops the timer while the caller, not the provider, is the one taking time. */
+  /** Stops the silence timer while the caller, not the provider, is the one taking time. */
   disarm(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
+    if (this.idleTimer !== undefined) clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
   }
 
   dispose(): void {
     this.disarm();
+    clearTimeout(this.totalTimer);
     this.caller?.removeEventListener('abort', this.onCallerAbort);
+  }
+
+  private timeOut(seconds: number): void {
+    if (this.controller.signal.aborted) return;
+    this.timedOutAfter = seconds;
+    this.controller.abort(new Error(`timed out after ${seconds}s`));
   }
 
   translate(error: unknown, provider: string): ProviderError {
     if (this.caller?.aborted === true) return new ProviderCancelledError({ provider, cause: error });
     if (error instanceof ProviderError) return error;
-    if (this.timedOut) {
-      return new ProviderConnectionError({ provider, cause: error }, `timed out after ${this.timeoutSeconds}s`);
+    if (this.timedOutAfter !== null) {
+      return new ProviderConnectionError({ provider, cause: error }, `timed out after ${this.timedOutAfter}s`);
     }
     const code = networkErrorCode(error);
     return new ProviderConnectionError(
@@ -248,35 +301,75 @@ function networkErrorCode(error: unknown): string | null {
   return null;
 }
 
+/**
+ * The body's chunks, at most `maxBytes` in all: beyond that the read stops
+ * and the call ends with a response error (not retried: the same question
+ * gets the same long answer). `bytesAreProgress`: every chunk re-arms the
+ * silence timer (a plain body); a stream's reader re-arms it per frame instead.
+ */
 async function* readBody(
   response: Response,
   guard: AttemptGuard,
   provider: string,
+  maxBytes: number,
+  bytesAreProgress: boolean,
 ): AsyncGenerator<Uint8Array, void, undefined> {
+  const declared = Number(response.headers.get('content-length'));
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    response.body?.cancel().catch(() => undefined);
+    guard.dispose();
+    throw tooLarge(provider, maxBytes);
+  }
   if (response.body === null) {
     guard.dispose();
     return;
   }
   const reader = response.body.getReader();
   let drained = false;
+  let received = 0;
   try {
     for (;;) {
-      guard.arm();
+      if (bytesAreProgress) guard.arm();
       let next: Awaited<ReturnType<typeof reader.read>>;
       try {
         next = await reader.read();
       } catch (error) {
         throw guard.translate(error, provider);
       }
-      guard.disarm();
+      if (bytesAreProgress) guard.disarm();
       if (next.done) {
         drained = true;
         return;
       }
+      received += next.value.byteLength;
+      if (received > maxBytes) throw tooLarge(provider, maxBytes);
       yield next.value;
     }
   } finally {
     guard.dispose();
     if (!drained) reader.cancel().catch(() => undefined);
   }
+}
+
+function tooLarge(provider: string, maxBytes: number): ProviderResponseError {
+  return new ProviderResponseError({ provider }, `answer larger than ${maxBytes} bytes (PROVIDER_MAX_RESPONSE_BYTES)`);
+}
+
+/** At most `maxBytes` of a body as text; the rest is not read. */
+async function readLimitedText(response: Response, maxBytes: number): Promise<string> {
+  if (response.body === null) return '';
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let received = 0;
+  try {
+    while (received < maxBytes) {
+      const next = await reader.read();
+      if (next.done) break;
+      chunks.push(next.value);
+      received += next.value.byteLength;
+    }
+  } finally {
+    reader.cancel().catch(() => undefined);
+  }
+  return UTF8.decode(Buffer.concat(chunks).subarray(0, maxBytes));
 }

@@ -8,7 +8,7 @@ import { DemoAdapter } from './demo.adapter';
 import { ProviderRequestError } from './errors';
 import { GeminiAdapter } from './gemini.adapter';
 import type { AdapterDependencies } from './http-chat-adapter';
-import { type AdapterLogger, DEFAULT_RETRY_POLICY, type RetryPolicy } from './http';
+import { type AdapterLogger, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RETRY_POLICY, type RetryPolicy } from './http';
 import { OllamaAdapter } from './ollama.adapter';
 import { OpenAiCompatibleAdapter } from './openai-compatible.adapter';
 import { newToolCallId } from './tool-calls';
@@ -21,6 +21,8 @@ export interface ChatAdapterDeps {
   logger?: AdapterLogger;
   /** Backoff tuning; tests shorten it or record the waits. */
   retry?: Partial<RetryPolicy>;
+  /** Bytes one call may receive (PROVIDER_MAX_RESPONSE_BYTES). */
+  maxResponseBytes?: number;
 }
 
 const SILENT_LOGGER: AdapterLogger = { warn: () => undefined };
@@ -32,6 +34,7 @@ export function createChatAdapter(settings: ProviderSettings, deps: ChatAdapterD
     logger: deps.logger ?? SILENT_LOGGER,
     retry: { ...DEFAULT_RETRY_POLICY, ...deps.retry },
     newToolCallId,
+    maxResponseBytes: deps.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
   };
   const adapterType: unknown = settings.adapterType;
   if (!isAdapterType(adapterType)) {

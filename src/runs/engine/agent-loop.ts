@@ -44,6 +44,7 @@ import type {
 } from './run-step';
 import { SKILL_BLOCK_MAX_BYTES, buildSkillBlock, injectSkillBlock, type SkillBlock, type SkillInput } from './skill-block';
 import { boundToolResult } from './tool-result';
+import { sanitizeUsage } from './usage-limits';
 
 export const DEFAULT_MAX_ROUNDS = 5;
 export const MIN_MAX_ROUNDS = 1;
@@ -450,8 +451,10 @@ class AgentLoopRun {
     const durationMs = elapsedMs(started);
     this.throwIfCancelled();
 
-    addUsage(this.usage, result.usage);
-    this.calibration = nextCalibration(this.calibration, result.usage.promptTokens, fit.rawEstimate);
+    // The provider's counts are untrusted: clamped before they are added, stored or priced.
+    const usage = sanitizeUsage(result.usage);
+    addUsage(this.usage, usage);
+    this.calibration = nextCalibration(this.calibration, usage.promptTokens, fit.rawEstimate);
     const prices = this.input.model.prices;
     await this.record({
       kind: 'llm',
@@ -461,10 +464,10 @@ class AgentLoopRun {
       thinking: result.thinking,
       finishReason: result.finishReason,
       rawFinishReason: result.rawFinishReason,
-      promptTokens: result.usage.promptTokens,
-      completionTokens: result.usage.completionTokens,
-      totalTokens: result.usage.promptTokens + result.usage.completionTokens,
-      estimatedCost: prices === null ? null : estimateCost(result.usage, prices),
+      promptTokens: usage.promptTokens,
+      completionTokens: usage.completionTokens,
+      totalTokens: usage.totalTokens,
+      estimatedCost: prices === null ? null : estimateCost(usage, prices),
       requestedToolCalls: result.toolCalls.map(requestedToolCall),
       ...(result.warnings.length > 0 ? { warnings: [...result.warnings] } : {}),
       ...(this.input.captureRaw === true && result.raw !== undefined ? { raw: result.raw } : {}),

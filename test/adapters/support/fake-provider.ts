@@ -18,6 +18,9 @@ export interface ScriptedResponse {
   hang?: boolean;
   /** Destroy the socket instead of answering. */
   reset?: boolean;
+  /** Answer 200, then write only this text every `keepAliveEveryMs` (a stream of keep-alive comments), never ending. */
+  keepAlive?: string;
+  keepAliveEveryMs?: number;
 }
 
 export interface RecordedRequest {
@@ -35,6 +38,7 @@ export class FakeProvider {
   readonly requests: RecordedRequest[] = [];
   private readonly queue: ScriptedResponse[] = [];
   private readonly openResponses = new Set<ServerResponse>();
+  private readonly arrivals: { count: number; resolve: () => void }[] = [];
 
   private constructor(
     private readonly server: Server,
@@ -50,6 +54,12 @@ export class FakeProvider {
     const { port } = server.address() as AddressInfo;
     provider = new FakeProvider(server, `http://127.0.0.1:${port}`);
     return provider;
+  }
+
+  /** Resolves once `count` requests have arrived (whatever the machine's load). */
+  received(count = 1): Promise<void> {
+    if (this.requests.length >= count) return Promise.resolve();
+    return new Promise((resolve) => this.arrivals.push({ count, resolve }));
   }
 
   enqueue(...responses: ScriptedResponse[]): void {
@@ -89,6 +99,10 @@ export class FakeProvider {
       clientClosedEarly: false,
     };
     this.requests.push(record);
+    for (const waiter of this.arrivals.filter((arrival) => arrival.count <= this.requests.length)) {
+      this.arrivals.splice(this.arrivals.indexOf(waiter), 1);
+      waiter.resolve();
+    }
     this.openResponses.add(res);
     res.on('close', () => {
       this.openResponses.delete(res);
@@ -106,6 +120,14 @@ export class FakeProvider {
       return;
     }
     if (scripted.hang === true) return;
+    if (scripted.keepAlive !== undefined) {
+      res.writeHead(200, { 'content-type': 'text/event-stream', ...scripted.headers });
+      while (!res.destroyed) {
+        res.write(scripted.keepAlive);
+        await new Promise((resolve) => setTimeout(resolve, scripted.keepAliveEveryMs ?? 50));
+      }
+      return;
+    }
 
     const body = typeof scripted.body === 'string' ? Buffer.from(scripted.body, 'utf8') : (scripted.body ?? Buffer.alloc(0));
     res.writeHead(scripted.status ?? 200, { 'content-type': 'application/json', ...scripted.headers });
