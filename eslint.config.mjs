@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'src/db/migrations/**'] },
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'src/db/migrations/**', 'src/client/generated/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -48,6 +48,10 @@ export interface AppConfig {
   webhookAllowedHosts: string[];
   /** How long one MCP request (a tool call, one page of an import) may take. */
   mcpTimeoutMs: number;
+  /** Serve the console (the pages at /, /playground and /runs); UI=false turns them off. */
+  ui: boolean;
+  /** Where the built console is read from; null: dist/console of this package. */
+  consoleDirectory: string | null;
   /** Bytes one provider call may answer (PROVIDER_MAX_RESPONSE_BYTES); beyond it the call fails with a clear error. */
   providerMaxResponseBytes: number;
   /** Seconds after which a run whose instance stopped renewing its lease is taken as orphaned (RUN_LEASE_SECONDS). */
@@ -166,6 +170,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     sqliteLockWaitMs: integer('SQLITE_LOCK_WAIT_MS', 5000, 0, 600_000),
     webhookAllowedHosts: parseAllowedHosts(env.WEBHOOK_ALLOWED_HOSTS),
     mcpTimeoutMs: integer('MCP_TIMEOUT_MS', 30_000, 100, 600_000),
+    ui: flag('UI', true),
+    consoleDirectory: env.CONSOLE_DIRECTORY?.trim() ? path.resolve(env.CONSOLE_DIRECTORY.trim()) : null,
     providerMaxResponseBytes: integer('PROVIDER_MAX_RESPONSE_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     runLeaseSeconds: integer('RUN_LEASE_SECONDS', 15, 3, 600),
     promptChangePollMs: integer('PROMPT_CHANGE_POLL_MS', 2000, 100, 8000),

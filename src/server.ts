@@ -28,6 +28,7 @@ import { WebSocketServer } from 'ws';
 >>>>>>> main
 import type { Caller } from './auth/roles';
 import type { AppConfig } from './config';
+import { createConsoleRoutes } from './console/console-routes';
 import { createDataSource } from './db/data-source';
 import { checkSharedSchema } from './db/shared-schema';
 import type { GraphQLContext } from './graphql/context';
@@ -161,6 +162,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
   const validationRules = validationRulesFor(limits);
   const parseOptions = parseOptionsFor(limits);
   const httpServer = http.createServer();
+  const consoleRoutes = config.ui ? createConsoleRoutes(config.consoleDirectory ?? undefined) : null;
   const authenticate = async (authorization: unknown): Promise<{ caller: Caller | null; authProblem: string | null }> => {
     const header = typeof authorization === 'string' ? authorization.trim() : '';
     if (header === '') return { caller: null, authProblem: null };
@@ -319,6 +321,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         return sendJson(response, 503, { status: 'database unavailable' });
       }
     }
+    if (consoleRoutes?.handle(request, response, url.pathname)) return;
     if (url.pathname !== '/graphql') return sendJson(response, 404, { error: 'Not found. GraphQL is served at /graphql.' });
 
     const headers = new HeaderMap();

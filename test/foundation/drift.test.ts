@@ -3,7 +3,9 @@
  * what the entities describe, on each dialect, and schema.graphql must be
  * what the resolvers build.
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { printSchema } from 'graphql';
 import { createDataSource } from '../../src/db/data-source';
@@ -49,5 +51,23 @@ describe('schema.graphql', () => {
   it('is what the resolvers build (run `npm run schema:emit` after changing the API)', async () => {
     const committed = fs.readFileSync(path.resolve(__dirname, '../../schema.graphql'), 'utf8');
     expect(committed).toBe(`${printSchema(await buildAppSchema())}\n`);
+  });
+});
+
+describe('the typed client documents (src/client/generated)', () => {
+  it('are what GraphQL Code Generator makes of schema.graphql and src/client/operations (run `npm run client:generate`)', () => {
+    const root = path.resolve(__dirname, '../..');
+    const directory = fs.mkdtempSync(path.join(os.tmpdir(), 'promptwire-codegen-'));
+    try {
+      const output = path.join(directory, 'graphql.ts');
+      execFileSync(process.execPath, [path.join(root, 'node_modules/@graphql-codegen/cli/cjs/bin.js'), '--config', 'codegen.ts', '--silent'], {
+        cwd: root,
+        env: { ...process.env, CLIENT_CODEGEN_OUTPUT: output },
+        stdio: 'pipe',
+      });
+      expect(fs.readFileSync(path.join(root, 'src/client/generated/graphql.ts'), 'utf8')).toBe(fs.readFileSync(output, 'utf8'));
+    } finally {
+      fs.rmSync(directory, { recursive: true, force: true });
+    }
   });
 });

@@ -107,6 +107,12 @@ describe('the demo adapter', () => {
     expect(seen.length).toBeLessThan(splitIntoDeltas(demoAnswer(request('Say something long')).content).length);
   });
 
+  it("takes its delay between deltas from the call options before the provider's", async () => {
+    const adapter = createChatAdapter(settings({ deltaDelayMs: 10_000 }));
+    const events = await collect(adapter.stream(request('Hello there', { options: { model: 'demo', deltaDelayMs: 0 } })));
+    expect(events[events.length - 1]?.type).toBe('done');
+  });
+
   it('refuses a request whose signal already fired', async () => {
     const controller = new AbortController();
     controller.abort();

@@ -16,7 +16,7 @@ import { ProviderCancelledError } from './errors';
 import type { ChatAdapter, ChatMessage, ChatRequest, ChatResult, ProviderSettings, StreamEvent, ToolCall } from './types';
 import { buildUsage } from './usage';
 
-/** Milliseconds between two deltas unless the provider's options set `deltaDelayMs`. */
+/** Milliseconds between two deltas unless the call options (a configuration's `options`) or the provider's options set `deltaDelayMs`. */
 export const DEFAULT_DEMO_DELTA_DELAY_MS = 8;
 
 /** What the demo model decided to say, before it is streamed. */
@@ -122,8 +122,7 @@ export class DemoAdapter implements ChatAdapter {
   private readonly deltaDelayMs: number;
 
   constructor(private readonly settings: ProviderSettings) {
-    const configured = settings.options.deltaDelayMs;
-    this.deltaDelayMs = typeof configured === 'number' && Number.isFinite(configured) && configured >= 0 ? configured : DEFAULT_DEMO_DELTA_DELAY_MS;
+    this.deltaDelayMs = delayFrom(settings.options.deltaDelayMs) ?? DEFAULT_DEMO_DELTA_DELAY_MS;
   }
 
   async chat(request: ChatRequest): Promise<ChatResult> {
@@ -134,18 +133,19 @@ export class DemoAdapter implements ChatAdapter {
 
   async *stream(request: ChatRequest): AsyncIterable<StreamEvent> {
     this.throwIfAborted(request.signal);
+    const delayMs = delayFrom(request.options.deltaDelayMs) ?? this.deltaDelayMs;
     const answer = demoAnswer(request);
     if (answer.thinking !== null) {
       for (const text of splitIntoDeltas(answer.thinking)) {
-        await this.pause(request.signal);
+        await this.pause(delayMs, request.signal);
         yield { type: 'thinking', text };
       }
     }
     for (const text of splitIntoDeltas(answer.content)) {
-      await this.pause(request.signal);
+      await this.pause(delayMs, request.signal);
       yield { type: 'content', text };
     }
-    await this.pause(request.signal);
+    await this.pause(delayMs, request.signal);
     const completion = answer.content + (answer.thinking ?? '') + answer.toolCalls.map((call) => call.function.name + call.function.arguments).join('');
     const finishReason = answer.toolCalls.length > 0 ? 'tool_calls' : 'stop';
     const result: ChatResult = {
@@ -168,9 +168,9 @@ export class DemoAdapter implements ChatAdapter {
   }
 
   /** Waits between deltas; an abort ends the wait at once with the adapters' cancellation error. */
-  private pause(signal: AbortSignal | undefined): Promise<void> {
+  private pause(delayMs: number, signal: AbortSignal | undefined): Promise<void> {
     this.throwIfAborted(signal);
-    if (this.deltaDelayMs === 0) return Promise.resolve();
+    if (delayMs === 0) return Promise.resolve();
     return new Promise((resolve, reject) => {
       const onAbort = (): void => {
         clearTimeout(timer);
@@ -179,8 +179,13 @@ export class DemoAdapter implements ChatAdapter {
       const timer = setTimeout(() => {
         signal?.removeEventListener('abort', onAbort);
         resolve();
-      }, this.deltaDelayMs);
+      }, delayMs);
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
+}
+
+/** A usable delay setting: a finite number of milliseconds from 0 to 10 s. */
+function delayFrom(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 && value <= 10_000 ? value : null;
 }

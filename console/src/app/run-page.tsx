@@ -1,0 +1,227 @@
+import { createClient } from 'graphql-ws';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import { CancelRunDocument, RunDeltasDocument, RunDocument, watchRun, type RunDeltasSubscription, type RunQuery, type RunStep } from '../../../src/client';
+import { FINISHED_STATUSES, formatCost, formatDuration, formatTokens, runDurationMs } from '../shared/format';
+import { readToken, request, webSocketUrl } from '../shared/session';
+import { StepCard } from './step-card';
+
+type Run = NonNullable<RunQuery['run']>;
+
+/** Shortest time between two renders of new steps, in ms (one frame). */
+const FLUSH_INTERVAL_MS = 16;
+type Delta = RunDeltasSubscription['runDeltas'];
+
+interface LiveText {
+  round: number;
+  content: string;
+  thinking: string;
+}
+
+/** The status the stored steps imply, where they say more than the last read of the run. */
+function statusFromSteps(steps: readonly RunStep[], fallback: string): string {
+  const last = steps[steps.length - 1];
+  if (!last) return fallback;
+  if (last.kind === 'END') return last.status ?? fallback;
+  if (String(last.kind) === 'APPROVAL' && (last as { pendingToolCalls?: unknown[] | null }).pendingToolCalls?.length) return 'WAITING_FOR_APPROVAL';
+  return fallback === 'QUEUED' ? 'RUNNING' : fallback;
+}
+
+function totals(steps: readonly RunStep[]) {
+  let promptTokens = 0;
+  let completionTokens = 0;
+  let cost: number | null = null;
+  let rounds = 0;
+  let durationMs = 0;
+  for (const step of steps) {
+    rounds = Math.max(rounds, step.round);
+    durationMs += step.durationMs;
+    if (step.kind !== 'LLM') continue;
+    promptTokens += step.promptTokens ?? 0;
+    completionTokens += step.completionTokens ?? 0;
+    if (step.estimatedCost !== null) cost = (cost ?? 0) + step.estimatedCost;
+  }
+  return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens, cost, rounds, durationMs };
+}
+
+export function RunPage({ id }: { id: string }) {
+  const [run, setRun] = useState<Run | null>(null);
+  const [problem, setProblem] = useState<string | null>(null);
+  const [steps, setSteps] = useState<RunStep[]>([]);
+  const [live, setLive] = useState<LiveText | null>(null);
+  const [connection, setConnection] = useState<string | null>(null);
+  const [cancelling, setCancelling] = useState(false);
+  const pending = useRef<RunStep[]>([]);
+  const flushScheduled = useRef(false);
+
+  const loadRun = useCallback(async () => {
+    try {
+      const data = await request(RunDocument, { id });
+      if (!data.run) setProblem(`There is no run ${id}.`);
+      else setRun(data.run);
+    } catch (error) {
+      setProblem((error as Error).message);
+    }
+  }, [id]);
+
+  // Steps arrive one message at a time. A step after a quiet moment is shown at once; a burst
+  // (the replay of a long run) is shown a frame's worth at a time, so the page renders the
+  // list some dozens of times rather than once per step.
+  const lastFlush = useRef(0);
+  const enqueue = useCallback((step: RunStep) => {
+    pending.current.push(step);
+    if (flushScheduled.current) return;
+    flushScheduled.current = true;
+    const wait = Math.max(0, lastFlush.current + FLUSH_INTERVAL_MS - performance.now());
+    setTimeout(() => {
+      flushScheduled.current = false;
+      lastFlush.current = performance.now();
+      const batch = pending.current;
+      pending.current = [];
+      setSteps((previous) => previous.concat(batch));
+      const finishedCall = batch.find((step) => step.kind === 'LLM');
+      if (finishedCall) setLive((text) => (text && text.round <= finishedCall.round ? null : text));
+    }, wait);
+  }, []);
+
+  useEffect(() => {
+    void loadRun();
+    const token = readToken() ?? '';
+    const controller = new AbortController();
+    (async () => {
+      try {
+        for await (const step of watchRun({
+          url: webSocketUrl(),
+          token,
+          runId: id,
+          signal: controller.signal,
+          onReconnect: ({ afterSequence, reason }) => setConnection(`Reconnecting after step ${afterSequence} (${reason})…`),
+        })) {
+          setConnection(null);
+          enqueue(step);
+          if (step.kind === 'END') {
+            setLive(null);
+            void loadRun();
+          }
+        }
+      } catch (error) {
+        if (!controller.signal.aborted) setProblem((error as Error).message);
+      }
+    })();
+
+    // Deltas are not stored: they show what the streaming call is writing now.
+    const deltas = createClient({ url: webSocketUrl(), connectionParams: { authorization: `Bearer ${token}` }, retryAttempts: 20, lazyCloseTimeout: 1000 });
+    const unsubscribe = deltas.subscribe<{ runDeltas: Delta }>(
+      { query: RunDeltasDocument.toString(), variables: { runId: id } },
+      {
+        next: (result) => {
+          const delta = result.data?.runDeltas;
+          if (!delta) return;
+          setLive((text) => {
+            const current = text && text.round === delta.round ? text : { round: delta.round, content: '', thinking: '' };
+            return delta.kind === 'thinking' ? { ...current, thinking: current.thinking + delta.text } : { ...current, content: current.content + delta.text };
+          });
+        },
+        error: () => undefined,
+        complete: () => undefined,
+      },
+    );
+    return () => {
+      controller.abort();
+      unsubscribe();
+      void deltas.dispose();
+    };
+  }, [id, enqueue, loadRun]);
+
+  const status = statusFromSteps(steps, run?.status ?? 'QUEUED');
+  const finished = FINISHED_STATUSES.has(status);
+  const sums = useMemo(() => totals(steps), [steps]);
+
+  const cancel = async () => {
+    setCancelling(true);
+    try {
+      const data = await request(CancelRunDocument, { id });
+      setRun(data.cancelRun);
+    } catch (error) {
+      setProblem((error as Error).message);
+    } finally {
+      setCancelling(false);
+    }
+  };
+
+  return (
+    <section className="run">
+      <div className="title-row">
+        <h1>
+          Run <code className="run-id">{id}</code>
+        </h1>
+        <span className={`status status-${status.toLowerCase()}`} data-run-status>
+          {status}
+        </span>
+        {!finished && (
+          <button type="button" data-action="cancel" onClick={cancel} disabled={cancelling}>
+            {cancelling ? 'Cancelling…' : 'Cancel'}
+          </button>
+        )}
+      </div>
+      {problem && <p className="problem">{problem}</p>}
+      {connection && <p className="notice">{connection}</p>}
+      <dl className="facts totals">
+        <div>
+          <dt>configuration</dt>
+          <dd>{run?.configurationIdentifier ?? '–'}</dd>
+        </div>
+        <div>
+          <dt>rounds</dt>
+          <dd>{Math.max(sums.rounds, run?.iterations ?? 0)}</dd>
+        </div>
+        <div>
+          <dt>tokens</dt>
+          <dd>
+            {formatTokens(sums.totalTokens)} <span className="muted">({formatTokens(sums.promptTokens)} in · {formatTokens(sums.completionTokens)} out)</span>
+          </dd>
+        </div>
+        <div>
+          <dt>cost</dt>
+          <dd>{formatCost(finished && run ? run.estimatedCost : sums.cost)}</dd>
+        </div>
+        <div>
+          <dt>duration</dt>
+          {/* Stored times have whole seconds; the steps' own durations are finer. */}
+          <dd>{run ? formatDuration(Math.max(runDurationMs(run) ?? 0, sums.durationMs)) : '–'}</dd>
+        </div>
+        <div>
+          <dt>steps</dt>
+          <dd data-step-count>{steps.length}</dd>
+        </div>
+        {run?.dryRun && (
+          <div>
+            <dt>mode</dt>
+            <dd>dry run</dd>
+          </div>
+        )}
+      </dl>
+      {finished && run?.finalContent && (
+        <div className="final">
+          <h2>Answer</h2>
+          <pre>{run.finalContent}</pre>
+        </div>
+      )}
+      <div className="steps">
+        {steps.map((step) => (
+          <StepCard key={step.sequence} step={step} />
+        ))}
+      </div>
+      {!finished && (
+        <article className="step streaming" aria-live="polite">
+          <header>
+            <span className="kind">{live ? `streaming · round ${live.round}` : 'waiting for the model'}</span>
+          </header>
+          {live?.thinking && <pre className="thinking-live">{live.thinking}</pre>}
+          <pre className="content" data-run-delta>
+            {live?.content ?? ''}
+          </pre>
+        </article>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,162 @@
+/**
+ * watchRun: a run's trace as an async iterable of steps, for front ends.
+ *
+ * What must stay true: every step after `afterSequence` is yielded exactly
+ * once, in sequence order, and the iteration ends after the END step. A
+ * dropped connection, a subscription the server ended early, and a
+ * `SUBSCRIBER_LAGGED` answer all lead to the same thing: a new connection
+ * that subscribes from the last sequence yielded. The server replays stored
+ * steps after that sequence before streaming live ones, so nothing is
+ * missed, and a step at or below it is skipped, so nothing is repeated.
+ *
+ * Runs in browsers (the global WebSocket) and in Node (pass `webSocketImpl`
+ * from the `ws` package on Node 20).
+ */
+import { createClient, type Client } from 'graphql-ws';
+import { RunTraceDocument, type RunStepFieldsFragment } from './generated/graphql';
+
+export type RunStep = RunStepFieldsFragment;
+
+export interface WatchRunOptions {
+  /** The graphql-ws address, `ws://host:port/graphql`; an `http(s)://` URL is converted. */
+  url: string;
+  /** An API token of any role; sent as `connectionParams.authorization`. */
+  token: string;
+  runId: string;
+  /** Yield only steps after this sequence (default 0: the whole trace). */
+  afterSequence?: number;
+  /** A WebSocket constructor where there is no global one (Node 20: `require('ws')`). */
+  webSocketImpl?: unknown;
+  /** Stops watching: the iteration ends without an error. */
+  signal?: AbortSignal;
+  /** Called before each reconnection, with the sequence it resumes after and why. */
+  onReconnect?: (event: { afterSequence: number; reason: string; attempt: number }) => void;
+  /** Longest wait between two reconnection attempts, in ms (default 5000; the first waits 100). */
+  maxRetryDelayMs?: number;
+  /** Give up after this many reconnections in a row without a new step (default: never). */
+  maxRetries?: number;
+}
+
+/** The server refused to watch the run (unknown run, bad token, …); retrying would not help. */
+export class WatchRunError extends Error {
+  constructor(
+    message: string,
+    readonly code: string | null,
+  ) {
+    super(message);
+    this.name = 'WatchRunError';
+  }
+}
+
+/** `http://host/graphql` → `ws://host/graphql`; ws(s) URLs are kept. */
+export function toWebSocketUrl(url: string): string {
+  return url.replace(/^http(s?):\/\//i, (_match, secure: string) => `ws${secure}://`);
+}
+
+interface GraphQLErrorShape {
+  message: string;
+  extensions?: { code?: unknown };
+}
+
+/** A close the client cannot recover from by reconnecting: the server refused the token or the protocol. */
+const FATAL_CLOSE_CODES = new Set([4400, 4401, 4403, 4406, 4409]);
+
+/** The outcome of one subscription attempt. */
+type AttemptEnd = { kind: 'finished' } | { kind: 'retry'; reason: string };
+
+export function watchRun(options: WatchRunOptions): AsyncIterable<RunStep> {
+  return {
+    [Symbol.asyncIterator]: () => watch(options)[Symbol.asyncIterator](),
+  };
+}
+
+async function* watch(options: WatchRunOptions): AsyncGenerator<RunStep, void, undefined> {
+  const url = toWebSocketUrl(options.url);
+  let last = options.afterSequence ?? 0;
+  let failures = 0;
+  const maxDelay = options.maxRetryDelayMs ?? 5000;
+  const maxRetries = options.maxRetries ?? Number.POSITIVE_INFINITY;
+
+  while (!options.signal?.aborted) {
+    const client = createClient({
+      url,
+      lazy: true,
+      // Kept open a moment after the server completes the trace, so that releasing the
+      // finished subscription never writes to a closing socket.
+      lazyCloseTimeout: 1000,
+      retryAttempts: 0,
+      connectionParams: { authorization: `Bearer ${options.token}` },
+      ...(options.webSocketImpl !== undefined ? { webSocketImpl: options.webSocketImpl } : {}),
+    });
+    const onAbort = () => void client.dispose();
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    let end: AttemptEnd;
+    const before = last;
+    try {
+      end = yield* subscribeOnce(client, options.runId, () => last, (sequence) => (last = sequence));
+    } finally {
+      options.signal?.removeEventListener('abort', onAbort);
+      await client.dispose();
+    }
+    if (end.kind === 'finished' || options.signal?.aborted) return;
+    failures = last > before ? 1 : failures + 1;
+    if (failures > maxRetries) throw new WatchRunError(`Gave up watching run ${options.runId} after ${maxRetries} reconnections: ${end.reason}`, null);
+    options.onReconnect?.({ afterSequence: last, reason: end.reason, attempt: failures });
+    await delay(Math.min(maxDelay, 100 * 2 ** (failures - 1)), options.signal);
+  }
+}
+
+async function* subscribeOnce(client: Client, runId: string, last: () => number, advance: (sequence: number) => void): AsyncGenerator<RunStep, AttemptEnd, undefined> {
+  const iterator = client.iterate<{ runTrace: RunStep }>({ query: RunTraceDocument.toString(), variables: { runId, afterSequence: last() } });
+  try {
+    for await (const result of iterator) {
+      const errors = (result.errors ?? []) as readonly GraphQLErrorShape[];
+      if (errors.length > 0) {
+        const lagged = errors.find((error) => error.extensions?.code === 'SUBSCRIBER_LAGGED');
+        if (lagged) return { kind: 'retry', reason: 'SUBSCRIBER_LAGGED' };
+        throw refusal(errors);
+      }
+      const step = result.data?.runTrace;
+      if (!step) continue;
+      // A replayed step already yielded is skipped; a step past a hole means the stream is not the
+      // one this watcher asked for, so it starts again from what it has.
+      if (step.sequence <= last()) continue;
+      if (step.sequence !== last() + 1) return { kind: 'retry', reason: `expected step ${last() + 1}, got ${step.sequence}` };
+      advance(step.sequence);
+      yield step;
+      if (step.kind === 'END') return { kind: 'finished' };
+    }
+    return { kind: 'retry', reason: 'the server ended the subscription before the END step' };
+  } catch (error) {
+    if (error instanceof WatchRunError) throw error;
+    if (Array.isArray(error)) throw refusal(error as GraphQLErrorShape[]);
+    const code = closeCode(error);
+    if (code !== null && FATAL_CLOSE_CODES.has(code)) {
+      throw new WatchRunError(code === 4403 ? 'The server refused the token (closed with 4403 Forbidden).' : `The server closed the connection with ${code}.`, String(code));
+    }
+    return { kind: 'retry', reason: code !== null ? `connection closed (${code})` : error instanceof Error ? error.message : 'connection failed' };
+  }
+}
+
+function refusal(errors: readonly GraphQLErrorShape[]): WatchRunError {
+  const first = errors[0];
+  const code = typeof first?.extensions?.code === 'string' ? first.extensions.code : null;
+  return new WatchRunError(errors.map((error) => error.message).join('; ') || 'The server refused the subscription.', code);
+}
+
+function closeCode(error: unknown): number | null {
+  if (typeof error === 'object' && error !== null && 'code' in error && typeof (error as { code: unknown }).code === 'number') return (error as { code: number }).code;
+  return null;
+}
+
+function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
