@@ -19,13 +19,8 @@ import {
   specifiedRules,
   validate as validateDocument,
 } from 'graphql';
-<<<<<<< HEAD
-import { useServer } from 'graphql-ws/use/ws';
 import { illFormedTextError, wellFormedTextPlugin } from './graphql/well-formed-text';
-import { type WebSocket, WebSocketServer } from 'ws';
-=======
 import { WebSocketServer } from 'ws';
->>>>>>> main
 import type { Caller } from './auth/roles';
 import type { AppConfig } from './config';
 import { createConsoleRoutes } from './console/console-routes';
