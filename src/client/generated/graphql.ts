@@ -32,9 +32,9 @@ export type StartRunInput = {
   configuration: string;
   /** Assemble and record the messages; call no provider. */
   dryRun?: boolean | null | undefined;
-  /** Skill identifiers injected after the configuration's. */
+  /** Skill identifiers injected after the configuration's (at most 100). */
   forcedSkills?: Array<string> | null | undefined;
-  /** Snippet identifiers sent as extra leading system messages. */
+  /** Snippet identifiers sent as extra leading system messages (at most 100). */
   forcedSnippets?: Array<string> | null | undefined;
   /** Default 5, clamped to 1..20. */
   maxRounds?: number | null | undefined;
