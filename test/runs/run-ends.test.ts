@@ -4,7 +4,7 @@
  * are not left waiting.
  */
 import crypto from 'node:crypto';
-import { createTestDatabase, testDialects } from '../support/databases';
+import { createTestDatabase, testDialects, type TestDialect } from '../support/databases';
 import { collect, startTestServer, type TestServer } from '../support/server';
 import { RunKit, expectWellFormedTrace } from './run-kit';
 import { gate, withTimeout } from './scripted-provider';
@@ -171,7 +171,9 @@ describe.each(testDialects)('every run ends (%s)', (dialect) => {
   });
 });
 
-describe.each(testDialects.filter((d) => d === 'mysql'))('answers over the database limit (%s)', (dialect) => {
+// MySQL only; without TEST_MYSQL_URL the block is listed as skipped (describe.each refuses an empty table).
+const overLimitDialects = testDialects.filter((d) => d === 'mysql');
+(overLimitDialects.length > 0 ? describe.each(overLimitDialects) : describe.skip.each<TestDialect>(['mysql']))('answers over the database limit (%s)', (dialect) => {
   test("a 20 MB answer over MySQL's max_allowed_packet ends the run FAILED with a stored END", async () => {
     const ts = await startTestServer(dialect, { env: { PROVIDER_MAX_RESPONSE_BYTES: String(64 * 1024 * 1024) }, server: { runs: { storeRetryDelaysMs: [20] } } });
     const kit = new RunKit(() => ts);
