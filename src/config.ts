@@ -58,6 +58,8 @@ export interface AppConfig {
   runLeaseSeconds: number;
   /** How often the tables TYPO3 may write are checked for external changes (ms). */
   promptChangePollMs: number;
+  /** Serve GET /metrics without a token (METRICS_PUBLIC); otherwise a token of any role is needed. */
+  metricsPublic: boolean;
   /** Reads a provider key given as `env:NAME` at call time (behaviour.md §1). */
   readEnv: (name: string) => string | undefined;
   /**
@@ -175,6 +177,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     providerMaxResponseBytes: integer('PROVIDER_MAX_RESPONSE_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     runLeaseSeconds: integer('RUN_LEASE_SECONDS', 15, 3, 600),
     promptChangePollMs: integer('PROMPT_CHANGE_POLL_MS', 2000, 100, 8000),
+    metricsPublic: flag('METRICS_PUBLIC', false),
     readEnv: (name) => env[name],
     providerKeyEnvAllowed: (name) => name.startsWith(PROVIDER_KEY_ENV_PREFIX) || providerKeyEnvAllow.has(name),
   };

@@ -41,6 +41,7 @@ import { createBuiltinToolRegistry } from './runs/tools/builtin-tools';
 import { InProcessTraceBus, RedisTraceBus, type TraceBus } from './runs/trace-bus';
 import { seedExamples } from './seed';
 import { createMcpFeature } from './mcp';
+import { createOperations, type Operations } from './operations/operations';
 import Redis from 'ioredis';
 import { PromptChangeDetector, RedisDetectorLease } from './prompt-history/change-detector';
 import { InProcessPromptEventBus, type PromptEventBus, RedisPromptEventBus } from './prompt-history/prompt-event-bus';
@@ -110,6 +111,7 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
     if (config.redisUrl) leaseClient = new Redis(config.redisUrl, { maxRetriesPerRequest: 3 });
     const lease = leaseClient ? new RedisDetectorLease(leaseClient, databaseKey(config), Math.max(10_000, config.promptChangePollMs * 3)) : null;
     detector = new PromptChangeDetector(dataSource, core.history, core.identifiers, logger, config.promptChangePollMs, lease);
+    const operations = createOperations(config, logger);
     const toolRegistry = createBuiltinToolRegistry(createDatabaseSnippetSource(core.snippets));
     const mcp = createMcpFeature(dataSource, config, secrets, logger, () => toolRegistry.list().map((tool) => tool.name));
     const runs = new RunService(
@@ -122,7 +124,7 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
       toolRegistry,
       bus,
       logger,
-      { watcherQueueSize: 256, leaseSeconds: config.runLeaseSeconds, providerMaxResponseBytes: config.providerMaxResponseBytes, externalTools: mcp.toolSource, ...options.runs },
+      { watcherQueueSize: 256, leaseSeconds: config.runLeaseSeconds, providerMaxResponseBytes: config.providerMaxResponseBytes, externalTools: mcp.toolSource, observer: operations.runObserver, ...options.runs },
     );
     const services: Services = { ...core, runs, mcp: mcp.service };
 
@@ -133,7 +135,7 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
     runs.startHousekeeping();
     detector.start();
 
-    const background = { promptEvents, detector, leaseClient };
+    const background = { promptEvents, detector, leaseClient, operations };
     return await listen(config, services, logger, bus, background);
   } catch (error) {
     await bus?.close();
@@ -149,9 +151,11 @@ interface PromptBackground {
   promptEvents: PromptEventBus;
   detector: PromptChangeDetector;
   leaseClient: Redis | null;
+  operations: Operations;
 }
 
 async function listen(config: AppConfig, services: Services, logger: Logger, bus: TraceBus, background: PromptBackground): Promise<RunningServer> {
+  const { operations } = background;
   const schema = await getSchema();
   const limits: QueryLimits = { maxDepth: config.maxQueryDepth, ...config.queryLimits };
   const validationRules = validationRulesFor(limits);
@@ -210,6 +214,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
       context: (ctx) => ({ ...(ctx.extra.context as GraphQLContext), loaders: createLoaders(services) }),
       // Errors over the socket get the same codes and masking as over HTTP.
       onError: (_ctx, _id, _payload, errors) => formatErrors(errors) as unknown as GraphQLError[],
+      ...operations.subscriptionHooks,
     },
     wsServer,
     {
@@ -253,6 +258,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         },
       },
       wellFormedTextPlugin(),
+      ...operations.apolloPlugins,
     ],
   });
   await apollo.start();
@@ -316,6 +322,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         return sendJson(response, 503, { status: 'database unavailable' });
       }
     }
+    if (url.pathname === '/metrics') return operations.serveMetrics(request, response, authenticate);
     if (consoleRoutes?.handle(request, response, url.pathname)) return;
     if (url.pathname !== '/graphql') return sendJson(response, 404, { error: 'Not found. GraphQL is served at /graphql.' });
 
@@ -405,6 +412,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         await background.promptEvents.close();
         background.leaseClient?.disconnect();
         await services.mcp.close();
+        await operations.close();
         logger.debug('closing the database');
         await services.dataSource.destroy();
         logger.info('stopped');

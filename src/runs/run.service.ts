@@ -26,6 +26,7 @@ import type { SkillInput } from './engine/skill-block';
 import { BoundedQueue } from './bounded-queue';
 import { RunStore } from './run-store';
 import type { ExternalToolSource, ToolInfo, ToolRegistry } from './tools/tool-registry';
+import { preciseNow, type RunObservation, type RunObserver } from '../operations/run-observer';
 import type { StoredStep, TraceBus } from './trace-bus';
 
 export interface StartRunRequest {
@@ -73,6 +74,8 @@ export interface RunServiceOptions {
   adapterFactory?: (settings: ReturnType<ProviderService['settingsFor']>) => ChatAdapter;
   /** Tools beyond the built-ins (MCP servers'), read for each run whose allow-list names one. */
   externalTools?: ExternalToolSource;
+  /** Metrics and traces: sees each stored step. Never awaited; its failures never touch a run. */
+  observer?: RunObserver | null;
 }
 
 interface ActiveRun {
@@ -202,7 +205,14 @@ export class RunService {
     const stopListening = this.bus.subscribe(row.uuid, (message) => {
       if (message.type === 'cancel') controller.abort();
     });
-    const done = this.execute(row, loopInput).finally(() => {
+    const observation = this.options.observer?.runStarted({
+      runId: row.uuid,
+      configuration: configuration.identifier,
+      providerType: provider && !dryRun ? provider.adapterType : null,
+      model: dryRun ? null : callOptions.model || null,
+      dryRun,
+    });
+    const done = this.execute(row, loopInput, observation).finally(() => {
       stopListening();
       this.active.delete(row.uuid);
     });
@@ -211,16 +221,19 @@ export class RunService {
     return { row, dryRun, finalContent: null, error: null };
   }
 
-  private async execute(row: AgentRunEntity, input: AgentLoopInput): Promise<void> {
+  private async execute(row: AgentRunEntity, input: AgentLoopInput, observation?: RunObservation): Promise<void> {
     // Let startRun answer before the first step is written.
     await new Promise((resolve) => setImmediate(resolve));
     let sequence = 0;
     const recordStep = async (step: RunStep): Promise<void> => {
       // Persist, then publish: a watcher that arrives late reads what it missed from the table.
       // The sequence number advances only once the step is stored, so a failed write leaves no gap.
+      const handedOverAt = observation ? preciseNow() : 0;
       const stored = await this.storeStep(row, sequence + 1, step);
       sequence = stored.sequence;
       this.bus.publish(row.uuid, { type: 'step', step: stored });
+      // The step as stored: the loop's own, or the small FAILED END that replaced one that could not be stored.
+      observation?.step(stored as unknown as RunStep, handedOverAt);
     };
     try {
       await this.withStoreRetries(row, 'mark the run running', () => this.store.markRunning(row.uid));
@@ -236,6 +249,8 @@ export class RunService {
       await this.closeAsFailed(row, sequence, 'error', INTERNAL_ERROR_MESSAGE).catch((closeError: unknown) =>
         this.logger.error({ err: closeError, runId: row.uuid }, 'could not close a failed run'),
       );
+    } finally {
+      observation?.finish();
     }
   }
 
@@ -599,6 +614,7 @@ export class RunService {
     } as unknown as EndStep;
     const stored = await this.store.closeIfOpen(row.uid, lastSequence + 1, end);
     if (stored) this.bus.publish(row.uuid, { type: 'step', step: stored });
+    if (stored) this.options.observer?.runClosed(status);
     return stored !== null;
   }
 }
