@@ -12,6 +12,23 @@ function problemsOf(env: Record<string, string>): string[] {
 }
 
 describe('loadConfig', () => {
+  it('rate limits default to api.md (120 startRun, 600 writes per token per minute) and can be set per role', () => {
+    expect(loadConfig({}).rateLimits).toEqual({
+      windowSeconds: 60,
+      startRun: { ADMIN: 120, EDITOR: 120, VIEWER: 120 },
+      writes: { ADMIN: 600, EDITOR: 600, VIEWER: 600 },
+    });
+    expect(loadConfig({ RATE_LIMIT_START_RUN: '10', RATE_LIMIT_ADMIN_START_RUN: '0', RATE_LIMIT_EDITOR_WRITES: '50', RATE_LIMIT_WINDOW_SECONDS: '30' }).rateLimits).toEqual({
+      windowSeconds: 30,
+      startRun: { ADMIN: 0, EDITOR: 10, VIEWER: 10 },
+      writes: { ADMIN: 600, EDITOR: 50, VIEWER: 600 },
+    });
+    expect(problemsOf({ RATE_LIMIT_WRITES: '-1', RATE_LIMIT_VIEWER_START_RUN: 'many' })).toEqual([
+      expect.stringContaining('RATE_LIMIT_WRITES must be a whole number'),
+      expect.stringContaining('RATE_LIMIT_VIEWER_START_RUN must be a whole number'),
+    ]);
+  });
+
   it('defaults match api.md', () => {
     const config = loadConfig({});
     expect(config.port).toBe(4000);

@@ -5,6 +5,16 @@
 import path from 'node:path';
 import { parseAllowedHosts } from './shared/outbound-address';
 
+/** Roles as the rate limits name them (RATE_LIMIT_<ROLE>_…). */
+export type RateLimitRole = 'ADMIN' | 'EDITOR' | 'VIEWER';
+
+/** Operations a token may run per window, by role; 0 means unlimited. */
+export interface RateLimitConfig {
+  windowSeconds: number;
+  startRun: Record<RateLimitRole, number>;
+  writes: Record<RateLimitRole, number>;
+}
+
 export type DatabaseConfig =
   | { kind: 'sqlite'; file: string; dataDirectory: string }
   | { kind: 'mysql'; url: string };
@@ -60,6 +70,8 @@ export interface AppConfig {
   promptChangePollMs: number;
   /** Serve GET /metrics without a token (METRICS_PUBLIC); otherwise a token of any role is needed. */
   metricsPublic: boolean;
+  /** Per-token budgets of startRun and of other mutations (RATE_LIMIT_*). */
+  rateLimits: RateLimitConfig;
   /** Reads a provider key given as `env:NAME` at call time (behaviour.md §1). */
   readEnv: (name: string) => string | undefined;
   /**
@@ -178,12 +190,32 @@ export function loadConfig(env: Env = process.env): AppConfig {
     runLeaseSeconds: integer('RUN_LEASE_SECONDS', 15, 3, 600),
     promptChangePollMs: integer('PROMPT_CHANGE_POLL_MS', 2000, 100, 8000),
     metricsPublic: flag('METRICS_PUBLIC', false),
+    rateLimits: rateLimitsFrom(integer),
     readEnv: (name) => env[name],
     providerKeyEnvAllowed: (name) => name.startsWith(PROVIDER_KEY_ENV_PREFIX) || providerKeyEnvAllow.has(name),
   };
 
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+const RATE_LIMIT_ROLES: readonly RateLimitRole[] = ['ADMIN', 'EDITOR', 'VIEWER'];
+
+/**
+ * RATE_LIMIT_START_RUN and RATE_LIMIT_WRITES set every role's budget per
+ * RATE_LIMIT_WINDOW_SECONDS; RATE_LIMIT_<ROLE>_START_RUN and
+ * RATE_LIMIT_<ROLE>_WRITES override it for one role. 0 turns a limit off.
+ */
+function rateLimitsFrom(integer: (name: string, fallback: number, min: number, max: number) => number): RateLimitConfig {
+  const startRun = integer('RATE_LIMIT_START_RUN', 120, 0, 1_000_000_000);
+  const writes = integer('RATE_LIMIT_WRITES', 600, 0, 1_000_000_000);
+  const perRole = (suffix: string, fallback: number) =>
+    Object.fromEntries(RATE_LIMIT_ROLES.map((role) => [role, integer(`RATE_LIMIT_${role}_${suffix}`, fallback, 0, 1_000_000_000)])) as Record<RateLimitRole, number>;
+  return {
+    windowSeconds: integer('RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
+    startRun: perRole('START_RUN', startRun),
+    writes: perRole('WRITES', writes),
+  };
 }
 
 function parseDatabaseUrl(url: string, problems: string[]): DatabaseConfig {

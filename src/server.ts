@@ -86,6 +86,7 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
   let promptEvents: PromptEventBus | null = null;
   let leaseClient: Redis | null = null;
   let detector: PromptChangeDetector | null = null;
+  let operations: Operations | null = null;
   try {
     if (config.schemaMode === 'shared') await checkSharedSchema(dataSource);
     if (config.runMigrations) {
@@ -111,7 +112,7 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
     if (config.redisUrl) leaseClient = new Redis(config.redisUrl, { maxRetriesPerRequest: 3 });
     const lease = leaseClient ? new RedisDetectorLease(leaseClient, databaseKey(config), Math.max(10_000, config.promptChangePollMs * 3)) : null;
     detector = new PromptChangeDetector(dataSource, core.history, core.identifiers, logger, config.promptChangePollMs, lease);
-    const operations = createOperations(config, logger);
+    operations = createOperations(config, logger, { databaseKey: databaseKey(config) });
     const toolRegistry = createBuiltinToolRegistry(createDatabaseSnippetSource(core.snippets));
     const mcp = createMcpFeature(dataSource, config, secrets, logger, () => toolRegistry.list().map((tool) => tool.name));
     const runs = new RunService(
@@ -142,6 +143,7 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
     await detector?.stop();
     await promptEvents?.close();
     leaseClient?.disconnect();
+    await operations?.close();
     await dataSource.destroy().catch(() => undefined);
     throw error;
   }
@@ -189,7 +191,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
     {
       schema,
       // Every operation over the socket is parsed, validated and costed here, by the same rules as over HTTP.
-      onSubscribe: (_ctx, _id, payload) => {
+      onSubscribe: async (ctx, _id, payload) => {
         let document: DocumentNode;
         try {
           document = parse(payload.query, parseOptions);
@@ -203,6 +205,8 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         // The same text rule as over HTTP (wellFormedTextPlugin).
         const illFormed = illFormedTextError(payload.variables);
         if (illFormed) return [illFormed];
+        const overLimit = await operations.rateLimitRefusal(ctx.extra.context?.caller ?? null, document, payload.operationName);
+        if (overLimit) return [overLimit];
         return { schema, document, variableValues: payload.variables, operationName: payload.operationName };
       },
       onConnect: async (ctx) => {

@@ -40,6 +40,10 @@ export function createErrorFormatter(logger: Logger) {
       };
     }
     const code = String(formatted.extensions?.code ?? '');
+    if (code === 'TOO_MANY_REQUESTS') {
+      // A spent rate-limit budget (src/operations/rate-limits.ts): the message says when to retry.
+      return { message: formatted.message, locations, path, extensions: { code, retryAfter: formatted.extensions?.retryAfter } };
+    }
     // api.md allows six codes only; a query that does not parse or validate
     // (unknown field, too deep, introspection switched off) is bad input.
     if (CLIENT_CODES.has(code)) {

@@ -5,11 +5,14 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ApolloServerPlugin } from '@apollo/server';
+import type { DocumentNode, GraphQLError } from 'graphql';
+import Redis from 'ioredis';
 import type { Caller } from '../auth/roles';
 import type { AppConfig } from '../config';
 import type { GraphQLContext } from '../graphql/context';
 import type { Logger } from '../logger';
 import { ServiceMetrics, rootFieldOf } from './metrics';
+import { RateLimits, type LimitName } from './rate-limits';
 import { combineRunObservers, type RunObserver } from './run-observer';
 import { subscriptionGaugeHooks, type SubscriptionGaugeHooks } from './subscription-gauge';
 
@@ -20,18 +23,39 @@ export interface Operations {
   apolloPlugins: ApolloServerPlugin<GraphQLContext>[];
   /** Spread into the graphql-ws server's options. */
   subscriptionHooks: SubscriptionGaugeHooks;
+  /**
+   * Takes a document's mutations from the caller's rate-limit budgets; the
+   * error to answer instead (TOO_MANY_REQUESTS) when one is spent. Used over
+   * HTTP (by the Apollo plugin) and graphql-ws alike.
+   */
+  rateLimitRefusal(caller: Caller | null, document: DocumentNode, operationName?: string | null): Promise<GraphQLError | null>;
   /** Answers `GET /metrics`. */
   serveMetrics(request: IncomingMessage, response: ServerResponse, authenticate: (authorization: unknown) => Promise<{ caller: Caller | null }>): Promise<void>;
   close(): Promise<void>;
 }
 
-export function createOperations(config: AppConfig, logger: Logger): Operations {
+export interface OperationsOptions {
+  /** Names the database in Redis keys: instances on one database share rate-limit budgets, others never do. */
+  databaseKey: string;
+}
+
+export function createOperations(config: AppConfig, logger: Logger, options: OperationsOptions): Operations {
   const metrics = new ServiceMetrics();
+  // Commands fail at once while Redis is away (the limiter then answers from memory), never queue.
+  const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false }) : null;
+  redis?.on('error', (error: Error) => logger.debug({ errorClass: error.name }, 'rate-limit Redis connection error'));
+  const rateLimits = new RateLimits(config.rateLimits, redis ? { redis, keyPrefix: `promptwire:${options.databaseKey}:rate` } : null, logger);
+  const rateLimitRefusal = async (caller: Caller | null, document: DocumentNode, operationName?: string | null) => {
+    const refusal = await rateLimits.refusal(caller, document, operationName);
+    if (refusal) metrics.refused(refusal.extensions.limit as LimitName);
+    return refusal;
+  };
   return {
     metrics,
     runObserver: combineRunObservers([metrics], logger),
-    apolloPlugins: [requestDurationPlugin(metrics)],
+    apolloPlugins: [requestDurationPlugin(metrics), rateLimitPlugin(rateLimitRefusal)],
     subscriptionHooks: subscriptionGaugeHooks(metrics),
+    rateLimitRefusal,
     async serveMetrics(request, response, authenticate) {
       if (request.method !== 'GET' && request.method !== 'HEAD') {
         response.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' });
@@ -50,7 +74,23 @@ export function createOperations(config: AppConfig, logger: Logger): Operations 
       response.writeHead(200, { 'content-type': metrics.contentType, 'cache-control': 'no-store' });
       response.end(request.method === 'HEAD' ? undefined : text);
     },
-    async close() {},
+    async close() {
+      redis?.disconnect();
+    },
+  };
+}
+
+/** Refuses a mutation over budget before anything runs: HTTP 429 with Retry-After. */
+function rateLimitPlugin(refusal: Operations['rateLimitRefusal']): ApolloServerPlugin<GraphQLContext> {
+  return {
+    async requestDidStart() {
+      return {
+        async didResolveOperation({ document, operationName, contextValue }) {
+          const refused = await refusal(contextValue.caller, document, operationName);
+          if (refused) throw refused;
+        },
+      };
+    },
   };
 }
 
