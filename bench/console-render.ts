@@ -145,6 +145,7 @@ async function main(): Promise<void> {
     const bigRun = await startRun('rounds=19 calls=105 delay=0 first=0');
     const bigSteps = await waitFinished(bigRun);
     const renders: number[] = [];
+    const replays: { requests: number; firstStartMs: number; lastEndMs: number }[] = [];
     for (let turn = 0; turn < 3; turn += 1) {
       const page = await browser.context.newPage();
       await page.addInitScript({ content: signIn });
@@ -159,6 +160,14 @@ async function main(): Promise<void> {
         { polling: 'raf', timeout: 60_000 },
       );
       renders.push(round((await handle.jsonValue()) as number, 0));
+      // Where the time went: the HTTP requests of the replay (their count, and when the last one ended).
+      replays.push(
+        await page.evaluate(() => {
+          const win = globalThis as unknown as { performance: { getEntriesByType(type: string): { name: string; responseEnd: number; fetchStart: number }[] } };
+          const requests = win.performance.getEntriesByType('resource').filter((entry) => entry.name.endsWith('/graphql'));
+          return { requests: requests.length, firstStartMs: Math.round(Math.min(...requests.map((entry) => entry.fetchStart))), lastEndMs: Math.round(Math.max(...requests.map((entry) => entry.responseEnd))) };
+        }),
+      );
       await page.close();
     }
 
@@ -179,7 +188,7 @@ async function main(): Promise<void> {
     const result = {
       sizes,
       workerGzipKb,
-      finishedRun: { steps: bigSteps, renderMs: renders, medianMs: percentile(renders, 50) },
+      finishedRun: { steps: bigSteps, renderMs: renders, medianMs: percentile(renders, 50), graphqlRequests: replays },
       liveRun: { steps: liveSteps, measured: live.length, p50Ms: round(percentile(live, 50), 1), p99Ms: round(percentile(live, 99), 1), maxMs: round(Math.max(...live), 1) },
     };
     console.log(JSON.stringify(result, null, 2));

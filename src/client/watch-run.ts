@@ -9,11 +9,17 @@
  * steps after that sequence before streaming live ones, so nothing is
  * missed, and a step at or below it is skipped, so nothing is repeated.
  *
+ * Stored steps are read first over HTTP, a page of `replayPageSize` per
+ * request, and the subscription starts after the last of them: a run of
+ * thousands of steps opens in a few requests instead of one WebSocket
+ * message per step. When HTTP fails for any reason but a refusal, the
+ * subscription replays instead; either way the caller sees the same steps.
+ *
  * Runs in browsers (the global WebSocket) and in Node (pass `webSocketImpl`
  * from the `ws` package on Node 20).
  */
 import { createClient, type Client } from 'graphql-ws';
-import { RunTraceDocument, type RunStepFieldsFragment } from './generated/graphql';
+import { RunStepsDocument, RunTraceDocument, type RunStepFieldsFragment, type RunStepsQuery } from './generated/graphql';
 
 export type RunStep = RunStepFieldsFragment;
 
@@ -35,6 +41,10 @@ export interface WatchRunOptions {
   maxRetryDelayMs?: number;
   /** Give up after this many reconnections in a row without a new step (default: never). */
   maxRetries?: number;
+  /** Read stored steps over HTTP before subscribing (default: true where `fetch` exists). */
+  replayOverHttp?: boolean;
+  /** Steps per HTTP request of that replay (default 200, at most 500). */
+  replayPageSize?: number;
 }
 
 /** The server refused to watch the run (unknown run, bad token, …); retrying would not help. */
@@ -53,10 +63,21 @@ export function toWebSocketUrl(url: string): string {
   return url.replace(/^http(s?):\/\//i, (_match, secure: string) => `ws${secure}://`);
 }
 
+/** `ws://host/graphql` → `http://host/graphql`; http(s) URLs are kept. */
+export function toHttpUrl(url: string): string {
+  return url.replace(/^ws(s?):\/\//i, (_match, secure: string) => `http${secure}://`);
+}
+
 interface GraphQLErrorShape {
   message: string;
   extensions?: { code?: unknown };
 }
+
+/** How long one page of the HTTP replay may take before the subscription replays instead. */
+const REPLAY_TIMEOUT_MS = 10_000;
+
+/** Codes of a GraphQL answer that no retry and no other transport would change. */
+const REFUSAL_CODES = new Set(['UNAUTHENTICATED', 'FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT']);
 
 /** A close the client cannot recover from by reconnecting: the server refused the token or the protocol. */
 const FATAL_CLOSE_CODES = new Set([4400, 4401, 4403, 4406, 4409]);
@@ -76,6 +97,12 @@ async function* watch(options: WatchRunOptions): AsyncGenerator<RunStep, void, u
   let failures = 0;
   const maxDelay = options.maxRetryDelayMs ?? 5000;
   const maxRetries = options.maxRetries ?? Number.POSITIVE_INFINITY;
+
+  if (options.replayOverHttp ?? typeof fetch === 'function') {
+    const pageSize = Math.min(500, Math.max(1, Math.floor(options.replayPageSize ?? 200)));
+    const ended = yield* replayStored(options, pageSize, () => last, (sequence) => (last = sequence));
+    if (ended) return;
+  }
 
   while (!options.signal?.aborted) {
     const client = createClient({
@@ -103,6 +130,82 @@ async function* watch(options: WatchRunOptions): AsyncGenerator<RunStep, void, u
     if (failures > maxRetries) throw new WatchRunError(`Gave up watching run ${options.runId} after ${maxRetries} reconnections: ${end.reason}`, null);
     options.onReconnect?.({ afterSequence: last, reason: end.reason, attempt: failures });
     await delay(Math.min(maxDelay, 100 * 2 ** (failures - 1)), options.signal);
+  }
+}
+
+/** One page of the HTTP replay: its steps, a refusal to report, or nothing usable (the subscription takes over). */
+type PageResult = { kind: 'steps'; steps: RunStep[] } | { kind: 'refused'; errors: GraphQLErrorShape[] } | { kind: 'unusable' };
+
+/** Pages requested ahead of the one being yielded, once a first full page shows the run is long. */
+const REPLAY_PIPELINE = 3;
+
+/**
+ * Yields the stored steps after the last yielded one, page by page over HTTP.
+ * Sequences have no gaps, so the page after a full one starts a page size
+ * further on: after a first full page, the next pages are requested ahead
+ * (REPLAY_PIPELINE at a time) while earlier ones are yielded. Returns true
+ * once END was yielded, false when the subscription should go on from
+ * there (the stored steps are exhausted, or HTTP failed).
+ */
+async function* replayStored(options: WatchRunOptions, pageSize: number, last: () => number, advance: (sequence: number) => void): AsyncGenerator<RunStep, boolean, undefined> {
+  const replay = new AbortController();
+  const stop = () => replay.abort();
+  options.signal?.addEventListener('abort', stop, { once: true });
+  const inFlight: Promise<PageResult>[] = [];
+  let nextAfter = last();
+  const request = () => {
+    inFlight.push(fetchPage(options, nextAfter, pageSize, replay.signal));
+    nextAfter += pageSize;
+  };
+  try {
+    request();
+    for (;;) {
+      const result = await inFlight.shift()!;
+      if (options.signal?.aborted) return true;
+      if (result.kind === 'refused') throw refusal(result.errors);
+      if (result.kind === 'unusable') return false;
+      const { steps } = result;
+      if (steps.length === pageSize) while (inFlight.length < REPLAY_PIPELINE) request();
+      for (const step of steps) {
+        if (step.sequence <= last()) continue;
+        if (step.sequence !== last() + 1) return false;
+        advance(step.sequence);
+        yield step;
+        if (step.kind === 'END') return true;
+      }
+      if (steps.length < pageSize) return false;
+    }
+  } finally {
+    options.signal?.removeEventListener('abort', stop);
+    // Pages requested ahead and no longer wanted are abandoned (fetchPage never rejects).
+    replay.abort();
+  }
+}
+
+/** One page of stored steps over HTTP; never rejects. */
+async function fetchPage(options: WatchRunOptions, afterSequence: number, limit: number, replay: AbortSignal): Promise<PageResult> {
+  // A page that does not come within REPLAY_TIMEOUT_MS is left to the subscription.
+  const attempt = new AbortController();
+  const stop = () => attempt.abort();
+  const timer = setTimeout(stop, REPLAY_TIMEOUT_MS);
+  replay.addEventListener('abort', stop, { once: true });
+  try {
+    const response = await fetch(toHttpUrl(options.url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json', authorization: `Bearer ${options.token}` },
+      body: JSON.stringify({ query: RunStepsDocument.toString(), variables: { id: options.runId, afterSequence, limit } }),
+      signal: attempt.signal,
+    });
+    const body = (await response.json()) as { data?: RunStepsQuery | null; errors?: GraphQLErrorShape[] };
+    const errors = body.errors ?? [];
+    if (errors.some((error) => typeof error.extensions?.code === 'string' && REFUSAL_CODES.has(error.extensions.code))) return { kind: 'refused', errors };
+    const steps = body.data?.run?.steps;
+    return errors.length > 0 || !steps ? { kind: 'unusable' } : { kind: 'steps', steps };
+  } catch {
+    return { kind: 'unusable' };
+  } finally {
+    clearTimeout(timer);
+    replay.removeEventListener('abort', stop);
   }
 }
 

@@ -11,7 +11,9 @@
  *  - a list multiplies its selection's cost by the rows it may return: its
  *    `limit` argument (or that argument's default; a limit above the largest
  *    page is left for the resolver to refuse, with its own message), else
- *    UNPAGED_LIST_ROWS;
+ *    UNPAGED_LIST_ROWS; a list embedded in a stored record (EMBEDDED_LIST:
+ *    a step's messages, a message's tool calls) counts as one row, since it
+ *    is read with its record and its size is bounded by MAX_RESPONSE_BYTES;
  *  - introspection costs a fixed amount per `__schema` / `__type`, whatever
  *    it selects (its answer is bounded by the schema, not by the data).
  * Aliases are what multiply a document: each alias is counted again.
@@ -51,6 +53,9 @@ export const SCHEMA_INTROSPECTION_COST = 1000;
 /** One `__type`: one type described. */
 export const TYPE_INTROSPECTION_COST = 50;
 
+/** Field extensions of a list that is part of a stored record rather than rows of its own (see the module comment). */
+export const EMBEDDED_LIST = { embeddedList: true } as const;
+
 /** The cost of one field (see the module comment). */
 export const fieldCost: ComplexityEstimator = ({ field, args, childComplexity }) => {
   if (field.name === '__schema') return SCHEMA_INTROSPECTION_COST;
@@ -58,6 +63,7 @@ export const fieldCost: ComplexityEstimator = ({ field, args, childComplexity })
   const declared: unknown = field.extensions?.complexity;
   const own = typeof declared === 'number' ? declared : 1;
   if (!isListType(getNullableType(field.type))) return own + childComplexity;
+  if (field.extensions?.embeddedList === true) return own + childComplexity;
   const limit: unknown = args.limit;
   const rows = typeof limit === 'number' && Number.isFinite(limit) ? Math.min(Math.max(0, limit), MAX_PAGE_SIZE) : UNPAGED_LIST_ROWS;
   return own + rows * childComplexity;

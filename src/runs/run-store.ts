@@ -157,13 +157,14 @@ export class RunStore {
     return this.dataSource.getRepository(AgentRunEntity).find({ order: { crdate: 'DESC', uid: 'DESC' }, take: limit, skip: offset });
   }
 
-  async stepsAfter(runUid: number, afterSequence: number): Promise<StoredStep[]> {
-    const rows = await this.dataSource
+  async stepsAfter(runUid: number, afterSequence: number, limit: number | null = null): Promise<StoredStep[]> {
+    const query = this.dataSource
       .getRepository(AgentRunEventEntity)
       .createQueryBuilder('e')
       .where('e.run = :runUid AND e.sequence > :afterSequence', { runUid, afterSequence })
-      .orderBy('e.sequence', 'ASC')
-      .getMany();
+      .orderBy('e.sequence', 'ASC');
+    if (limit !== null) query.limit(limit);
+    const rows = await query.getMany();
     return rows.map(toStoredStep);
   }
 

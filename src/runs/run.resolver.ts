@@ -1,3 +1,4 @@
+import { MAX_PAGE_SIZE } from '../db/record-rules';
 import { Arg, Authorized, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root, Subscription, type SubscribeResolverData } from 'type-graphql';
 import { Role } from '../auth/roles';
 import { LlmConfiguration, toLlmConfiguration } from '../configurations/configuration.types';
@@ -47,9 +48,16 @@ export class RunResolver {
     return services.runs.listTools();
   }
 
-  @FieldResolver(() => [RunStep], { description: 'Stored steps after the given sequence; the last of a finished run is END.' })
-  async steps(@Root() run: AgentRun, @Ctx() { services }: GraphQLContext, @Arg('afterSequence', () => Int, { nullable: true, defaultValue: 0 }) afterSequence: number | null = 0): Promise<RunStep[]> {
-    return (await services.runs.steps(run.runUid, afterSequence ?? 0)).map(toRunStep);
+  @FieldResolver(() => [RunStep], {
+    description: `Stored steps after the given sequence, in order; the last of a finished run is END. With \`limit\` (at most ${MAX_PAGE_SIZE}), one page: ask again after the last sequence until a page is shorter than the limit.`,
+  })
+  async steps(
+    @Root() run: AgentRun,
+    @Ctx() { services }: GraphQLContext,
+    @Arg('afterSequence', () => Int, { nullable: true, defaultValue: 0 }) afterSequence: number | null = 0,
+    @Arg('limit', () => Int, { nullable: true }) limit: number | null = null,
+  ): Promise<RunStep[]> {
+    return (await services.runs.steps(run.runUid, afterSequence ?? 0, limit)).map(toRunStep);
   }
 
   @FieldResolver(() => LlmConfiguration, { nullable: true })

@@ -336,8 +336,10 @@ export class RunService {
     return rows.map((row) => this.viewWith(row, ends.get(row.uid) ?? null));
   }
 
-  async steps(runUid: number, afterSequence: number): Promise<StoredStep[]> {
-    return this.store.stepsAfter(runUid, afterSequence);
+  /** Stored steps after `afterSequence`; all of them, or one page of `limit` (validated like every page). */
+  async steps(runUid: number, afterSequence: number, limit: number | null = null): Promise<StoredStep[]> {
+    if (limit !== null) checkPage({ limit, offset: 0 });
+    return this.store.stepsAfter(runUid, afterSequence, limit);
   }
 
   /**

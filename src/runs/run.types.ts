@@ -1,6 +1,7 @@
 import { ArrayMaxSize, IsOptional } from 'class-validator';
-import { Field, Float, ID, InputType, Int, ObjectType, registerEnumType } from 'type-graphql';
+import { Extensions, Field, Float, ID, InputType, Int, ObjectType, registerEnumType } from 'type-graphql';
 import { JSONScalar, DateTimeScalar } from '../graphql/scalars';
+import { EMBEDDED_LIST } from '../graphql/query-limits';
 import type { ChatMessage as WireMessage } from '../providers/adapters/types';
 import { fromUnix } from '../shared/time';
 import type { RunView } from './run.service';
@@ -37,6 +38,7 @@ export class ToolCall {
 export class ChatMessage {
   @Field() role!: string;
   @Field(() => String, { nullable: true }) content!: string | null;
+  @Extensions(EMBEDDED_LIST)
   @Field(() => [ToolCall], { nullable: true }) toolCalls!: ToolCall[] | null;
   @Field(() => String, { nullable: true }) toolCallId!: string | null;
 }
@@ -47,6 +49,7 @@ export class RunStep {
   @Field(() => RunStepKind) kind!: RunStepKind;
   @Field(() => Int) round!: number;
   @Field(() => Float) durationMs!: number;
+  @Extensions(EMBEDDED_LIST)
   @Field(() => [ChatMessage], { nullable: true }) messagesSent!: ChatMessage[] | null;
   @Field(() => [String], { nullable: true }) toolsOffered!: string[] | null;
   @Field(() => String, { nullable: true }) content!: string | null;
@@ -57,6 +60,7 @@ export class RunStep {
   @Field(() => Int, { nullable: true }) completionTokens!: number | null;
   @Field(() => Int, { nullable: true }) totalTokens!: number | null;
   @Field(() => Float, { nullable: true }) estimatedCost!: number | null;
+  @Extensions(EMBEDDED_LIST)
   @Field(() => [ToolCall], { nullable: true }) requestedToolCalls!: ToolCall[] | null;
   @Field(() => [String], { nullable: true, description: 'Settings the provider ignored.' }) warnings!: string[] | null;
   @Field(() => JSONScalar, { nullable: true, description: 'LLM steps with raw capture only.' }) raw!: unknown;

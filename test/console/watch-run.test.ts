@@ -18,15 +18,22 @@ import { startTestServer } from '../support/server';
 
 type Emit = { step: number; kind?: string } | { lagged: true } | { drop: true };
 type Attempt = (afterSequence: number) => Emit[] | GraphQLError;
+/** What the HTTP endpoint answers: pages of stored steps, a GraphQL refusal, or a broken answer (none: 404 without a GraphQL body). */
+type Http = { stored: { step: number; kind?: string }[] } | { code: string } | 'broken';
 
 interface FakeServer {
   url: string;
   requested: number[];
+  /** afterSequence and limit of each HTTP request. */
+  pagesRequested: [number, number][];
   close(): Promise<void>;
 }
 
-/** A graphql-ws server whose n-th runTrace subscription plays the n-th attempt. */
-async function fakeServer(attempts: Attempt[], acceptToken = 'good'): Promise<FakeServer> {
+/**
+ * A graphql-ws server whose n-th runTrace subscription plays the n-th attempt,
+ * and whose HTTP endpoint answers run.steps pages as `http` says.
+ */
+async function fakeServer(attempts: Attempt[], acceptToken = 'good', httpAnswer: Http | null = null): Promise<FakeServer> {
   const schema = buildSchema(fs.readFileSync(path.resolve(__dirname, '../../schema.graphql'), 'utf8'));
   const field = schema.getSubscriptionType()!.getFields().runTrace as unknown as GraphQLFieldConfig<unknown, { extra: { socket: WebSocket } }, { afterSequence: number }>;
   const requested: number[] = [];
@@ -53,7 +60,35 @@ async function fakeServer(attempts: Attempt[], acceptToken = 'good'): Promise<Fa
     if ('drop' in emit) return null;
     return { sequence: emit.step, kind: emit.kind ?? 'TOOL', round: 1, durationMs: 1 };
   };
-  const server = http.createServer();
+  const pagesRequested: [number, number][] = [];
+  const server = http.createServer((request, response) => {
+    let text = '';
+    request.on('data', (chunk: Buffer) => (text += chunk.toString()));
+    request.on('end', () => {
+      const { variables } = JSON.parse(text) as { variables: { afterSequence: number; limit: number } };
+      pagesRequested.push([variables.afterSequence, variables.limit]);
+      if (httpAnswer === null || httpAnswer === 'broken') {
+        response.writeHead(httpAnswer === null ? 404 : 502).end('not GraphQL');
+        return;
+      }
+      const body =
+        'stored' in httpAnswer
+          ? {
+              data: {
+                run: {
+                  id: 'r1',
+                  status: 'RUNNING',
+                  steps: httpAnswer.stored
+                    .filter((emit) => emit.step > variables.afterSequence)
+                    .slice(0, variables.limit)
+                    .map((emit) => ({ sequence: emit.step, kind: emit.kind ?? 'TOOL', round: 1, durationMs: 1 })),
+                },
+              },
+            }
+          : { errors: [{ message: `refused: ${httpAnswer.code}`, extensions: { code: httpAnswer.code } }], data: null };
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    });
+  });
   const wss = new WebSocketServer({ server, path: '/graphql' });
   const cleanup = useServer({ schema, context: (ctx) => ctx, onConnect: (ctx) => ctx.connectionParams?.authorization === `Bearer ${acceptToken}` }, wss);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -61,10 +96,12 @@ async function fakeServer(attempts: Attempt[], acceptToken = 'good'): Promise<Fa
   return {
     url: `http://127.0.0.1:${port}/graphql`,
     requested,
+    pagesRequested,
     close: async () => {
       await cleanup.dispose();
       for (const client of wss.clients) client.terminate();
       await new Promise<void>((resolve) => wss.close(() => resolve()));
+      server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
@@ -141,6 +178,61 @@ describe('watchRun against a server that lags, repeats and drops', () => {
     }
   });
 
+  it('reads stored steps over HTTP page by page, then subscribes after the last of them', async () => {
+    const server = await fakeServer([() => [{ step: 4 }, { step: 5, kind: 'END' }]], 'good', { stored: [{ step: 1 }, { step: 2 }, { step: 3 }] });
+    try {
+      const steps = await collect(watchRun({ url: server.url, token: 'good', runId: 'r1', webSocketImpl: WebSocket, replayPageSize: 2 }));
+      expect(steps.map((step) => step.sequence)).toEqual([1, 2, 3, 4, 5]);
+      // After a full first page the next ones are asked for ahead, each a page further on.
+      const asked = server.pagesRequested.map(([after]) => after).sort((a, b) => a - b);
+      expect(asked.slice(0, 2)).toEqual([0, 2]);
+      expect(asked.every((after) => [0, 2, 4, 6].includes(after))).toBe(true);
+      expect(server.pagesRequested.every(([, limit]) => limit === 2)).toBe(true);
+      expect(server.requested).toEqual([3]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('asks for one page only when the first is short', async () => {
+    const server = await fakeServer([() => [{ step: 2, kind: 'END' }]], 'good', { stored: [{ step: 1 }] });
+    try {
+      expect((await collect(watchRun({ url: server.url, token: 'good', runId: 'r1', webSocketImpl: WebSocket }))).map((step) => step.sequence)).toEqual([1, 2]);
+      expect(server.pagesRequested).toEqual([[0, 200]]);
+      expect(server.requested).toEqual([1]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('does not subscribe at all when the stored steps end with END, and leaves a page with a hole to the subscription', async () => {
+    const finished = await fakeServer([], 'good', { stored: [{ step: 1 }, { step: 2, kind: 'END' }] });
+    const holed = await fakeServer([() => [{ step: 2 }, { step: 3, kind: 'END' }]], 'good', { stored: [{ step: 1 }, { step: 3 }] });
+    try {
+      expect((await collect(watchRun({ url: finished.url, token: 'good', runId: 'r1', webSocketImpl: WebSocket }))).map((step) => step.sequence)).toEqual([1, 2]);
+      expect(finished.requested).toEqual([]);
+      expect((await collect(watchRun({ url: holed.url, token: 'good', runId: 'r1', webSocketImpl: WebSocket }))).map((step) => step.sequence)).toEqual([1, 2, 3]);
+      expect(holed.requested).toEqual([1]);
+    } finally {
+      await finished.close();
+      await holed.close();
+    }
+  });
+
+  it('reports a refusal over HTTP as WatchRunError without subscribing; a broken HTTP answer falls back to the subscription', async () => {
+    const refusing = await fakeServer([() => [{ step: 1, kind: 'END' }]], 'good', { code: 'UNAUTHENTICATED' });
+    const broken = await fakeServer([() => [{ step: 1, kind: 'END' }]], 'good', 'broken');
+    try {
+      await expect(collect(watchRun({ url: refusing.url, token: 'good', runId: 'r1', webSocketImpl: WebSocket }))).rejects.toMatchObject({ name: 'WatchRunError', code: 'UNAUTHENTICATED' });
+      expect(refusing.requested).toEqual([]);
+      expect((await collect(watchRun({ url: broken.url, token: 'good', runId: 'r1', webSocketImpl: WebSocket }))).map((step) => step.sequence)).toEqual([1]);
+      expect(broken.requested).toEqual([0]);
+    } finally {
+      await refusing.close();
+      await broken.close();
+    }
+  });
+
   it('gives up after maxRetries reconnections without progress', async () => {
     const server = await fakeServer([]);
     await server.close();
@@ -149,6 +241,20 @@ describe('watchRun against a server that lags, repeats and drops', () => {
 });
 
 describe.each(testDialects)('watchRun on the real server (%s)', (dialect) => {
+  it('pages run.steps with limit, and refuses a page above the largest', async () => {
+    const t = await startTestServer(dialect, { env: { SEED_EXAMPLES: 'true' } });
+    try {
+      const started = await t.ok<{ startRun: { id: string } }>('mutation { startRun(input: {configuration: "demo-assistant", prompt: "What is 17 * 23?", tools: ["calculator"]}) { id } }');
+      await collect(watchRun({ url: t.url, token: await t.tokenFor('VIEWER'), runId: started.startRun.id, webSocketImpl: WebSocket }));
+      const page = await t.ok<{ run: { steps: { sequence: number }[] } }>(`{ run(id: "${started.startRun.id}") { steps(afterSequence: 2, limit: 2) { sequence } } }`);
+      expect(page.run.steps.map((step) => step.sequence)).toEqual([3, 4]);
+      const refused = await t.gql(`{ run(id: "${started.startRun.id}") { steps(limit: 501) { sequence } } }`);
+      expect(refused.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    } finally {
+      await t.stop();
+    }
+  });
+
   it("yields a demo run's stored trace in order, the same as run.steps", async () => {
     const t = await startTestServer(dialect, { env: { SEED_EXAMPLES: 'true' } });
     try {
@@ -159,6 +265,11 @@ describe.each(testDialects)('watchRun on the real server (%s)', (dialect) => {
       expect(steps.map((step) => step.sequence)).toEqual(steps.map((_, index) => index + 1));
       expect(steps.at(-1)).toMatchObject({ kind: 'END', status: 'COMPLETED' });
       expect(steps.find((step) => step.kind === 'TOOL')?.toolResult).toBe('391');
+      // The same steps when the subscription replays them, and when HTTP pages are small.
+      const viaSocket = await collect(watchRun({ url: t.url, token: await t.tokenFor('VIEWER'), runId: started.startRun.id, webSocketImpl: WebSocket, replayOverHttp: false }));
+      const inPages = await collect(watchRun({ url: t.url, token: await t.tokenFor('VIEWER'), runId: started.startRun.id, webSocketImpl: WebSocket, replayPageSize: 2 }));
+      expect(viaSocket).toEqual(steps);
+      expect(inPages).toEqual(steps);
     } finally {
       await t.stop();
     }

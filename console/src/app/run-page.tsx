@@ -1,5 +1,6 @@
 import { createClient } from 'graphql-ws';
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import { flushSync } from 'react-dom';
 import { CancelRunDocument, RunDeltasDocument, RunDocument, watchRun, type RunDeltasSubscription, type RunQuery, type RunStep } from '../../../src/client';
 import { FINISHED_STATUSES, formatCost, formatDuration, formatTokens, runDurationMs } from '../shared/format';
 import { readToken, request, webSocketUrl } from '../shared/session';
@@ -7,8 +8,6 @@ import { StepCard } from './step-card';
 
 type Run = NonNullable<RunQuery['run']>;
 
-/** Shortest time between two renders of new steps, in ms (one frame). */
-const FLUSH_INTERVAL_MS = 16;
 type Delta = RunDeltasSubscription['runDeltas'];
 
 interface LiveText {
@@ -63,24 +62,23 @@ export function RunPage({ id }: { id: string }) {
     }
   }, [id]);
 
-  // Steps arrive one message at a time. A step after a quiet moment is shown at once; a burst
-  // (the replay of a long run) is shown a frame's worth at a time, so the page renders the
-  // list some dozens of times rather than once per step.
-  const lastFlush = useRef(0);
+  // Steps that arrive together (a page of the stored replay, a burst of live steps) are shown in
+  // one render: the flush waits for the current task to finish, then commits at once, so a live
+  // step's card is in the page within a few milliseconds of its message.
   const enqueue = useCallback((step: RunStep) => {
     pending.current.push(step);
     if (flushScheduled.current) return;
     flushScheduled.current = true;
-    const wait = Math.max(0, lastFlush.current + FLUSH_INTERVAL_MS - performance.now());
     setTimeout(() => {
       flushScheduled.current = false;
-      lastFlush.current = performance.now();
       const batch = pending.current;
       pending.current = [];
-      setSteps((previous) => previous.concat(batch));
       const finishedCall = batch.find((step) => step.kind === 'LLM');
-      if (finishedCall) setLive((text) => (text && text.round <= finishedCall.round ? null : text));
-    }, wait);
+      flushSync(() => {
+        setSteps((previous) => previous.concat(batch));
+        if (finishedCall) setLive((text) => (text && text.round <= finishedCall.round ? null : text));
+      });
+    }, 0);
   }, []);
 
   useEffect(() => {

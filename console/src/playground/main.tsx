@@ -5,9 +5,10 @@
  */
 import 'graphiql/setup-workers/vite';
 import 'graphiql/style.css';
-import { createGraphiQLFetcher } from '@graphiql/toolkit';
+import { createGraphiQLFetcher, type Fetcher } from '@graphiql/toolkit';
 import { useGraphiQL, useGraphiQLActions, type GraphiQLPlugin } from '@graphiql/react';
 import { GraphiQL } from 'graphiql';
+import { type DocumentNode, Kind, parse } from 'graphql';
 import { createClient } from 'graphql-ws';
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
@@ -56,14 +57,37 @@ const EXAMPLES_PLUGIN: GraphiQLPlugin = {
   content: ExamplesPanel,
 };
 
+/**
+ * What to run: GraphiQL passes the operation name and document it parsed
+ * last, and the editor is parsed a moment after each keystroke, so a query
+ * typed and run at once arrived with the previous text's name and document
+ * (a subscription was then sent over HTTP). The text being sent is parsed
+ * here; a name it does not define is replaced by its only operation's.
+ */
+function current(query: string, operationName: string | null | undefined): { operationName: string | null; documentAST?: DocumentNode } {
+  let documentAST: DocumentNode;
+  try {
+    documentAST = parse(query);
+  } catch {
+    return { operationName: operationName ?? null };
+  }
+  const operations = documentAST.definitions.filter((definition) => definition.kind === Kind.OPERATION_DEFINITION);
+  const named = operations.some((operation) => operation.name?.value === operationName);
+  return { operationName: named ? operationName! : operations.length === 1 ? (operations[0]!.name?.value ?? null) : (operationName ?? null), documentAST };
+}
+
 function Playground() {
   const token = readToken() ?? '';
   const authorization = `Bearer ${token}`;
-  const fetcher = createGraphiQLFetcher({
+  const send = createGraphiQLFetcher({
     url: GRAPHQL_PATH,
     headers: { authorization },
     wsClient: createClient({ url: webSocketUrl(), connectionParams: { authorization }, lazy: true }),
   });
+  const fetcher: Fetcher = (params, options) => {
+    const { operationName, documentAST } = current(params.query, params.operationName);
+    return send({ ...params, operationName }, { ...options, ...(documentAST ? { documentAST } : {}) });
+  };
   return (
     <GraphiQL
       fetcher={fetcher}

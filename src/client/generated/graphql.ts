@@ -115,6 +115,15 @@ export type CancelRunMutationVariables = Exact<{
 
 export type CancelRunMutation = { cancelRun: { id: string, status: RunStatus, terminationReason: string | null, dryRun: boolean, configurationIdentifier: string | null, iterations: number, truncated: boolean, finalContent: string | null, promptTokens: number, completionTokens: number, totalTokens: number, estimatedCost: number | null, error: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null } };
 
+export type RunStepsQueryVariables = Exact<{
+  id: string | number;
+  afterSequence?: number | null | undefined;
+  limit?: number | null | undefined;
+}>;
+
+
+export type RunStepsQuery = { run: { id: string, status: RunStatus, steps: Array<{ sequence: number, kind: RunStepKind, round: number, durationMs: number, toolsOffered: Array<string> | null, content: string | null, thinking: string | null, finishReason: string | null, rawFinishReason: string | null, promptTokens: number | null, completionTokens: number | null, totalTokens: number | null, estimatedCost: number | null, warnings: Array<string> | null, raw: unknown, toolCallId: string | null, toolName: string | null, toolArguments: unknown, toolResult: string | null, toolIsError: boolean | null, contextBudget: unknown, status: RunStatus | null, terminationReason: string | null, error: string | null, messagesSent: Array<{ role: string, content: string | null, toolCallId: string | null, toolCalls: Array<{ id: string, name: string, arguments: unknown }> | null }> | null, requestedToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null }> } | null };
+
 export type RunTraceSubscriptionVariables = Exact<{
   runId: string | number;
   afterSequence?: number | null | undefined;
@@ -388,6 +397,57 @@ export const CancelRunDocument = new TypedDocumentString(`
   startedAt
   finishedAt
 }`) as unknown as TypedDocumentString<CancelRunMutation, CancelRunMutationVariables>;
+export const RunStepsDocument = new TypedDocumentString(`
+    query RunSteps($id: ID!, $afterSequence: Int = 0, $limit: Int = 200) {
+  run(id: $id) {
+    id
+    status
+    steps(afterSequence: $afterSequence, limit: $limit) {
+      ...RunStepFields
+    }
+  }
+}
+    fragment RunStepFields on RunStep {
+  sequence
+  kind
+  round
+  durationMs
+  messagesSent {
+    role
+    content
+    toolCalls {
+      id
+      name
+      arguments
+    }
+    toolCallId
+  }
+  toolsOffered
+  content
+  thinking
+  finishReason
+  rawFinishReason
+  promptTokens
+  completionTokens
+  totalTokens
+  estimatedCost
+  requestedToolCalls {
+    id
+    name
+    arguments
+  }
+  warnings
+  raw
+  toolCallId
+  toolName
+  toolArguments
+  toolResult
+  toolIsError
+  contextBudget
+  status
+  terminationReason
+  error
+}`) as unknown as TypedDocumentString<RunStepsQuery, RunStepsQueryVariables>;
 export const RunTraceDocument = new TypedDocumentString(`
     subscription RunTrace($runId: ID!, $afterSequence: Int = 0) {
   runTrace(runId: $runId, afterSequence: $afterSequence) {
