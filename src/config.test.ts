@@ -12,6 +12,57 @@ function problemsOf(env: Record<string, string>): string[] {
 }
 
 describe('loadConfig', () => {
+  it('traces are off without an OTLP endpoint, and read the standard OTEL_* variables with one', () => {
+    expect(loadConfig({}).tracing).toBeNull();
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' }).tracing).toBeNull();
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_TRACES_EXPORTER: 'none' }).tracing).toBeNull();
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }).tracing).toEqual({
+      endpoint: 'http://collector:4318/v1/traces',
+      protocol: 'http/protobuf',
+      headers: {},
+      serviceName: 'promptwire',
+      resourceAttributes: {},
+      sampler: { root: 'always_on', parentBased: true, ratio: 1 },
+      captureMessageContent: false,
+      exportTimeoutMs: 10_000,
+      scheduleDelayMs: 5_000,
+      maxQueueSize: 2_048,
+    });
+    expect(
+      loadConfig({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.example/otlp/v1/traces',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Basic%20abc,x-scope=a',
+        OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'x-scope=b',
+        OTEL_RESOURCE_ATTRIBUTES: 'service.name=from-resource,deployment.environment=test',
+        OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+        OTEL_TRACES_SAMPLER_ARG: '0.25',
+        OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true',
+      }).tracing,
+    ).toMatchObject({
+      endpoint: 'https://traces.example/otlp/v1/traces',
+      protocol: 'http/json',
+      headers: { authorization: 'Basic abc', 'x-scope': 'b' },
+      serviceName: 'from-resource',
+      resourceAttributes: { 'deployment.environment': 'test' },
+      sampler: { root: 'traceidratio', parentBased: true, ratio: 0.25 },
+      captureMessageContent: true,
+    });
+    const problems = problemsOf({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+      OTEL_EXPORTER_OTLP_HEADERS: 'authorization',
+      OTEL_TRACES_SAMPLER: 'jaeger_remote',
+    });
+    expect(problems).toEqual([
+      expect.stringContaining('OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL'),
+      expect.stringContaining('OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json'),
+      expect.stringContaining('OTEL_EXPORTER_OTLP_HEADERS must be key=value pairs'),
+      expect.stringContaining('OTEL_TRACES_SAMPLER must be one of'),
+    ]);
+  });
+
   it('rate limits default to api.md (120 startRun, 600 writes per token per minute) and can be set per role', () => {
     expect(loadConfig({}).rateLimits).toEqual({
       windowSeconds: 60,

@@ -15,6 +15,27 @@ export interface RateLimitConfig {
   writes: Record<RateLimitRole, number>;
 }
 
+/**
+ * OpenTelemetry trace export, from the standard OTEL_* variables. Null when
+ * no endpoint is set (or OTEL_SDK_DISABLED / OTEL_TRACES_EXPORTER=none): then
+ * the SDK is not even loaded.
+ */
+export interface TracingConfig {
+  /** The OTLP traces URL (…/v1/traces). */
+  endpoint: string;
+  protocol: 'http/protobuf' | 'http/json';
+  headers: Record<string, string>;
+  serviceName: string;
+  resourceAttributes: Record<string, string>;
+  sampler: { root: 'always_on' | 'always_off' | 'traceidratio'; parentBased: boolean; ratio: number };
+  /** OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: messages, tool arguments and results on the spans. */
+  captureMessageContent: boolean;
+  exportTimeoutMs: number;
+  /** OTEL_BSP_SCHEDULE_DELAY and OTEL_BSP_MAX_QUEUE_SIZE: how often spans leave, and how many may wait (more are dropped). */
+  scheduleDelayMs: number;
+  maxQueueSize: number;
+}
+
 export type DatabaseConfig =
   | { kind: 'sqlite'; file: string; dataDirectory: string }
   | { kind: 'mysql'; url: string };
@@ -72,6 +93,8 @@ export interface AppConfig {
   metricsPublic: boolean;
   /** Per-token budgets of startRun and of other mutations (RATE_LIMIT_*). */
   rateLimits: RateLimitConfig;
+  /** OpenTelemetry trace export; null: off. */
+  tracing: TracingConfig | null;
   /** Reads a provider key given as `env:NAME` at call time (behaviour.md §1). */
   readEnv: (name: string) => string | undefined;
   /**
@@ -191,6 +214,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     promptChangePollMs: integer('PROMPT_CHANGE_POLL_MS', 2000, 100, 8000),
     metricsPublic: flag('METRICS_PUBLIC', false),
     rateLimits: rateLimitsFrom(integer),
+    tracing: tracingFrom(env, integer, flag, problems),
     readEnv: (name) => env[name],
     providerKeyEnvAllowed: (name) => name.startsWith(PROVIDER_KEY_ENV_PREFIX) || providerKeyEnvAllow.has(name),
   };
@@ -215,6 +239,82 @@ function rateLimitsFrom(integer: (name: string, fallback: number, min: number, m
     windowSeconds: integer('RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
     startRun: perRole('START_RUN', startRun),
     writes: perRole('WRITES', writes),
+  };
+}
+
+const SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
+
+/** The OpenTelemetry SDK's environment variables (the subset this service supports). */
+function tracingFrom(
+  env: Env,
+  integer: (name: string, fallback: number, min: number, max: number) => number,
+  flag: (name: string, fallback: boolean) => boolean,
+  problems: string[],
+): TracingConfig | null {
+  const value = (name: string) => env[name]?.trim() || undefined;
+  if (flag('OTEL_SDK_DISABLED', false)) return null;
+  const exporters = (value('OTEL_TRACES_EXPORTER') ?? 'otlp').split(',').map((name) => name.trim().toLowerCase());
+  if (exporters.includes('none')) return null;
+  if (exporters.some((name) => name !== 'otlp')) problems.push(`OTEL_TRACES_EXPORTER must be "otlp" or "none", got "${value('OTEL_TRACES_EXPORTER')}"`);
+
+  const tracesEndpoint = value('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
+  const baseEndpoint = value('OTEL_EXPORTER_OTLP_ENDPOINT');
+  const endpoint = tracesEndpoint ?? (baseEndpoint ? `${baseEndpoint.replace(/\/+$/, '')}/v1/traces` : null);
+  if (endpoint === null) return null;
+  if (!/^https?:\/\/[^/]/.test(endpoint)) problems.push(`${tracesEndpoint ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT'} must be an http:// or https:// URL, got "${withoutCredentials(endpoint)}"`);
+
+  const protocolName = value('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL' : 'OTEL_EXPORTER_OTLP_PROTOCOL';
+  const protocol = value(protocolName) ?? 'http/protobuf';
+  if (protocol !== 'http/protobuf' && protocol !== 'http/json') problems.push(`${protocolName} must be http/protobuf or http/json (grpc is not supported), got "${protocol}"`);
+
+  const keyValues = (name: string): Record<string, string> => {
+    const raw = value(name);
+    const pairs: Record<string, string> = {};
+    if (!raw) return pairs;
+    for (const item of raw.split(',')) {
+      if (item.trim() === '') continue;
+      const at = item.indexOf('=');
+      // The value may be a secret (an authorization header): never repeat it in a message.
+      if (at <= 0) {
+        problems.push(`${name} must be key=value pairs separated by commas`);
+        return {};
+      }
+      try {
+        pairs[decodeURIComponent(item.slice(0, at).trim())] = decodeURIComponent(item.slice(at + 1).trim());
+      } catch {
+        problems.push(`${name} must be key=value pairs separated by commas (values percent-encoded)`);
+        return {};
+      }
+    }
+    return pairs;
+  };
+  const headers = { ...keyValues('OTEL_EXPORTER_OTLP_HEADERS'), ...keyValues('OTEL_EXPORTER_OTLP_TRACES_HEADERS') };
+  const resourceAttributes = keyValues('OTEL_RESOURCE_ATTRIBUTES');
+
+  const samplerName = (value('OTEL_TRACES_SAMPLER') ?? 'parentbased_always_on').toLowerCase();
+  if (!(SAMPLERS as readonly string[]).includes(samplerName)) problems.push(`OTEL_TRACES_SAMPLER must be one of ${SAMPLERS.join(', ')}, got "${samplerName}"`);
+  let ratio = 1;
+  const ratioRaw = value('OTEL_TRACES_SAMPLER_ARG');
+  if (samplerName.endsWith('traceidratio') && ratioRaw !== undefined) {
+    ratio = Number(ratioRaw);
+    if (!Number.isFinite(ratio) || ratio < 0 || ratio > 1) {
+      problems.push(`OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1, got "${ratioRaw}"`);
+      ratio = 1;
+    }
+  }
+  const root = samplerName.replace(/^parentbased_/, '');
+
+  return {
+    endpoint,
+    protocol: protocol === 'http/json' ? 'http/json' : 'http/protobuf',
+    headers,
+    serviceName: value('OTEL_SERVICE_NAME') ?? resourceAttributes['service.name'] ?? 'promptwire',
+    resourceAttributes,
+    sampler: { root: root === 'always_off' || root === 'traceidratio' ? root : 'always_on', parentBased: samplerName.startsWith('parentbased_'), ratio },
+    captureMessageContent: flag('OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT', false),
+    exportTimeoutMs: integer(value('OTEL_EXPORTER_OTLP_TRACES_TIMEOUT') ? 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT' : 'OTEL_EXPORTER_OTLP_TIMEOUT', 10_000, 1, 600_000),
+    scheduleDelayMs: integer('OTEL_BSP_SCHEDULE_DELAY', 5_000, 1, 600_000),
+    maxQueueSize: integer('OTEL_BSP_MAX_QUEUE_SIZE', 2_048, 1, 1_000_000),
   };
 }
 

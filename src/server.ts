@@ -171,12 +171,13 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
     const caller = await services.tokens.authenticate(token);
     return { caller, authProblem: caller ? null : 'The token is not valid (unknown or revoked)' };
   };
-  const contextFor = async (authorization: unknown, requestId: string): Promise<GraphQLContext> => ({
+  const contextFor = async (authorization: unknown, requestId: string, trace?: unknown): Promise<GraphQLContext> => ({
     ...(await authenticate(authorization)),
     services,
     loaders: createLoaders(services),
     logger,
     requestId,
+    trace,
   });
 
   const formatError = createErrorFormatter(logger);
@@ -292,7 +293,8 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         request.resume();
         return;
       }
-      handle(request, response, requestId)
+      operations
+        .traceRequest(request, response, (trace) => handle(request, response, requestId, trace))
         .finally(() => {
           inFlight -= 1;
         })
@@ -315,7 +317,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
     });
   });
 
-  async function handle(request: IncomingMessage, response: ServerResponse, requestId: string): Promise<void> {
+  async function handle(request: IncomingMessage, response: ServerResponse, requestId: string, trace: unknown): Promise<void> {
     const url = new URL(request.url ?? '/', 'http://localhost');
     if (url.pathname === '/healthz') return sendJson(response, 200, { status: 'ok' });
     if (url.pathname === '/readyz') {
@@ -363,7 +365,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
     const httpGraphQLRequest: HTTPGraphQLRequest = { method: (request.method ?? 'GET').toUpperCase(), headers, search: url.search, body };
     const result = await apollo.executeHTTPGraphQLRequest({
       httpGraphQLRequest,
-      context: () => contextFor(request.headers.authorization, requestId),
+      context: () => contextFor(request.headers.authorization, requestId, trace),
     });
     let status = result.status ?? 200;
     if (result.headers.has(REQUEST_ERROR_MARK)) {

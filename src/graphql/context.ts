@@ -12,4 +12,9 @@ export interface GraphQLContext {
   loaders: Loaders;
   logger: Logger;
   requestId: string;
+  /**
+   * The request's trace span when traces are exported (opaque: only the
+   * tracing module reads it); a run started by this request hangs below it.
+   */
+  trace?: unknown;
 }

@@ -1,7 +1,8 @@
 /**
  * The operator's side of the service, built once per server: Prometheus
- * metrics, and what server.ts hooks into its transports (Apollo plugins,
- * graphql-ws hooks, the /metrics route, the run observer).
+ * metrics, rate limits, OpenTelemetry traces, and what server.ts hooks into
+ * its transports (Apollo plugins, graphql-ws hooks, the /metrics route, the
+ * request span, the run observer).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ApolloServerPlugin } from '@apollo/server';
@@ -21,6 +22,8 @@ export interface Operations {
   /** Sees every run of this instance; null when nothing observes runs. */
   runObserver: RunObserver | null;
   apolloPlugins: ApolloServerPlugin<GraphQLContext>[];
+  /** Opens the HTTP request's trace span and hands it to `handle` (opaque; `undefined` when tracing is off). */
+  traceRequest<T>(request: IncomingMessage, response: ServerResponse, handle: (trace: unknown) => Promise<T>): Promise<T>;
   /** Spread into the graphql-ws server's options. */
   subscriptionHooks: SubscriptionGaugeHooks;
   /**
@@ -41,6 +44,9 @@ export interface OperationsOptions {
 
 export function createOperations(config: AppConfig, logger: Logger, options: OperationsOptions): Operations {
   const metrics = new ServiceMetrics();
+  // The OpenTelemetry SDK is loaded only when traces are exported: without an endpoint it costs nothing.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const tracing = config.tracing ? (require('./tracing') as typeof import('./tracing')).startTracing(config.tracing, logger) : null;
   // Commands fail at once while Redis is away (the limiter then answers from memory), never queue.
   const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false }) : null;
   redis?.on('error', (error: Error) => logger.debug({ errorClass: error.name }, 'rate-limit Redis connection error'));
@@ -52,8 +58,9 @@ export function createOperations(config: AppConfig, logger: Logger, options: Ope
   };
   return {
     metrics,
-    runObserver: combineRunObservers([metrics], logger),
-    apolloPlugins: [requestDurationPlugin(metrics), rateLimitPlugin(rateLimitRefusal)],
+    runObserver: combineRunObservers(tracing ? [metrics, tracing] : [metrics], logger),
+    apolloPlugins: [requestDurationPlugin(metrics), rateLimitPlugin(rateLimitRefusal), ...(tracing ? [tracing.apolloPlugin] : [])],
+    traceRequest: tracing ? (request, response, handle) => tracing.traceRequest(request, response, handle) : (_request, _response, handle) => handle(undefined),
     subscriptionHooks: subscriptionGaugeHooks(metrics),
     rateLimitRefusal,
     async serveMetrics(request, response, authenticate) {
@@ -76,6 +83,7 @@ export function createOperations(config: AppConfig, logger: Logger, options: Ope
     },
     async close() {
       redis?.disconnect();
+      await tracing?.shutdown();
     },
   };
 }

@@ -17,6 +17,8 @@ export interface ObservedRun {
   /** The model id sent to the provider; null when there is none. */
   model: string | null;
   dryRun: boolean;
+  /** The trace span of the request that started the run, as the tracing module made it (opaque to everyone else); null when none. */
+  requestTrace: unknown;
 }
 
 export interface RunObservation {
@@ -27,7 +29,7 @@ export interface RunObservation {
 }
 
 export interface RunObserver {
-  /** Called while `startRun` is handled, so a trace can hang the run below the request's span. */
+  /** Called while `startRun` is handled. */
   runStarted(run: ObservedRun): RunObservation;
   /** A run closed without its loop (interrupted by a stopped process, or an orphan cancelled). */
   runClosed(status: string): void;

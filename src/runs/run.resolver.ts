@@ -68,9 +68,9 @@ export class RunResolver {
 
   @Authorized(Role.EDITOR)
   @Mutation(() => AgentRun, { description: 'Starts a run and returns at once (QUEUED); watch it with runTrace.' })
-  async startRun(@Ctx() { services, caller }: GraphQLContext, @Arg('input', () => StartRunInput) input: StartRunInput): Promise<AgentRun> {
+  async startRun(@Ctx() { services, caller, trace }: GraphQLContext, @Arg('input', () => StartRunInput) input: StartRunInput): Promise<AgentRun> {
     if (!caller) throw new UnauthenticatedError('Authentication required');
-    return toAgentRun(await services.runs.start(input, caller));
+    return toAgentRun(await services.runs.start(input, caller, { trace }));
   }
 
   @Authorized(Role.EDITOR)

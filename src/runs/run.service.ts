@@ -126,8 +126,11 @@ export class RunService {
     return [...builtin, ...external.filter((tool) => !this.tools.has(tool.name))];
   }
 
-  /** Validates everything, stores the run as QUEUED, and starts the loop without waiting for it. */
-  async start(request: StartRunRequest, caller: Caller): Promise<RunView> {
+  /**
+   * Validates everything, stores the run as QUEUED, and starts the loop without waiting for it.
+   * `origin.trace` is the starting request's trace span (opaque), for the run's trace.
+   */
+  async start(request: StartRunRequest, caller: Caller, origin: { trace?: unknown } = {}): Promise<RunView> {
     const captureRaw = request.captureRaw === true;
     if (captureRaw && !roleAtLeast(caller.role, Role.ADMIN)) {
       throw new ForbiddenError('Raw capture keeps provider responses verbatim; only an ADMIN may ask for it', 'captureRaw');
@@ -211,6 +214,7 @@ export class RunService {
       providerType: provider && !dryRun ? provider.adapterType : null,
       model: dryRun ? null : callOptions.model || null,
       dryRun,
+      requestTrace: origin.trace ?? null,
     });
     const done = this.execute(row, loopInput, observation).finally(() => {
       stopListening();

@@ -1,0 +1,339 @@
+/**
+ * OpenTelemetry traces with the GenAI semantic conventions, exported over
+ * OTLP/HTTP (protobuf or JSON). Loaded only when an endpoint is configured:
+ * without one, nothing of the SDK is loaded and nothing runs.
+ *
+ * Spans:
+ * - the HTTP request (`POST /graphql`, kind SERVER), child of the client's
+ *   W3C `traceparent` when it sends one;
+ * - the GraphQL operation (`mutation StartRun`), child of the HTTP span;
+ * - per run `invoke_agent <configuration>`, child of the operation that
+ *   started it, with one `chat <model>` child per model call and one
+ *   `execute_tool <tool>` per tool call. Their times and usage are the stored
+ *   steps' (a chat span ends when its LLM step was produced and lasts its
+ *   `durationMs`), so the trace and the run's trace in the database agree.
+ *
+ * Parents are passed explicitly (the request's span travels in the GraphQL
+ * context to `startRun`), not through a global context manager: Node 20's
+ * AsyncLocalStorage would tax every promise of the process, traced or not.
+ * Nothing is registered globally either.
+ *
+ * Spans leave in batches from a bounded queue (BatchSpanProcessor): a slow or
+ * unreachable collector drops spans and logs a warning; a run never waits for
+ * it. Message content is attached only with
+ * OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ApolloServerPlugin } from '@apollo/server';
+import { defaultTextMapGetter, diag, DiagLogLevel, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { OTLPTraceExporter as OTLPJsonTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as OTLPProtobufTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
+import { AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, NodeTracerProvider, ParentBasedSampler, TraceIdRatioBasedSampler, type Sampler } from '@opentelemetry/sdk-trace-node';
+import { ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_HTTP_ROUTE, ATTR_URL_PATH, ATTR_ERROR_TYPE, ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
+import {
+  ATTR_GEN_AI_AGENT_NAME,
+  ATTR_GEN_AI_CONVERSATION_ID,
+  ATTR_GEN_AI_INPUT_MESSAGES,
+  ATTR_GEN_AI_OPERATION_NAME,
+  ATTR_GEN_AI_OUTPUT_MESSAGES,
+  ATTR_GEN_AI_PROVIDER_NAME,
+  ATTR_GEN_AI_REQUEST_MODEL,
+  ATTR_GEN_AI_RESPONSE_FINISH_REASONS,
+  ATTR_GEN_AI_TOOL_CALL_ARGUMENTS,
+  ATTR_GEN_AI_TOOL_CALL_ID,
+  ATTR_GEN_AI_TOOL_CALL_RESULT,
+  ATTR_GEN_AI_TOOL_NAME,
+  ATTR_GEN_AI_TOOL_TYPE,
+  ATTR_GEN_AI_USAGE_INPUT_TOKENS,
+  ATTR_GEN_AI_USAGE_OUTPUT_TOKENS,
+  ATTR_GRAPHQL_OPERATION_NAME,
+  ATTR_GRAPHQL_OPERATION_TYPE,
+} from '@opentelemetry/semantic-conventions/incubating';
+import type { TracingConfig } from '../config';
+import type { GraphQLContext } from '../graphql/context';
+import type { Logger } from '../logger';
+import type { ChatMessage } from '../providers/adapters/types';
+import type { LlmStep, RequestStep, RunStep } from '../runs/engine/run-step';
+import type { ObservedRun, RunObservation, RunObserver } from './run-observer';
+
+export interface Tracing extends RunObserver {
+  /** Opens the request's server span, hands it to `handle` (for the GraphQL context), ends it with the response. */
+  traceRequest<T>(request: IncomingMessage, response: ServerResponse, handle: (trace: unknown) => Promise<T>): Promise<T>;
+  /** The GraphQL operation's span, below the request's; it becomes the context's `trace` for the resolvers. */
+  apolloPlugin: ApolloServerPlugin<GraphQLContext>;
+  /** Sends what is queued (bounded in time), then stops. */
+  shutdown(): Promise<void>;
+}
+
+/** `gen_ai.provider.name` for each adapter type: the convention's well-known values where one exists. */
+const PROVIDER_NAMES: Record<string, string> = {
+  openai: 'openai',
+  anthropic: 'anthropic',
+  gemini: 'gcp.gemini',
+  mistral: 'mistral_ai',
+  groq: 'groq',
+};
+
+/** Paths whose requests get a span; probes and scrapes would only add noise. */
+const TRACED_ROUTES = new Set(['/graphql']);
+
+const SHUTDOWN_TIMEOUT_MS = 3_000;
+
+export function startTracing(config: TracingConfig, logger: Logger): Tracing {
+  // The SDK reports export failures through its diagnostic logger: to the log, as warnings, without the headers.
+  diag.setLogger(
+    {
+      error: (message) => logger.warn({ component: 'opentelemetry' }, message),
+      warn: (message) => logger.warn({ component: 'opentelemetry' }, message),
+      info: () => undefined,
+      debug: () => undefined,
+      verbose: () => undefined,
+    },
+    DiagLogLevel.WARN,
+  );
+  const exporterOptions = { url: config.endpoint, headers: config.headers, timeoutMillis: config.exportTimeoutMs };
+  const exporter = config.protocol === 'http/json' ? new OTLPJsonTraceExporter(exporterOptions) : new OTLPProtobufTraceExporter(exporterOptions);
+  const provider = new NodeTracerProvider({
+    resource: defaultResource().merge(resourceFromAttributes({ ...config.resourceAttributes, [ATTR_SERVICE_NAME]: config.serviceName })),
+    sampler: samplerOf(config.sampler),
+    spanProcessors: [
+      new BatchSpanProcessor(exporter, {
+        scheduledDelayMillis: config.scheduleDelayMs,
+        maxQueueSize: config.maxQueueSize,
+        maxExportBatchSize: Math.min(512, config.maxQueueSize),
+        exportTimeoutMillis: config.exportTimeoutMs,
+      }),
+    ],
+  });
+  // Not registered globally: the service passes parents itself (see above), and nothing else in the process traces.
+  const tracer = provider.getTracer('promptwire');
+  const propagator = new W3CTraceContextPropagator();
+
+  return {
+    traceRequest(request, response, handle) {
+      const path = request.url?.split('?')[0] ?? '/';
+      if (!TRACED_ROUTES.has(path)) return handle(undefined);
+      const method = request.method ?? 'GET';
+      const parent = propagator.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter);
+      const span = tracer.startSpan(
+        `${method} ${path}`,
+        { kind: SpanKind.SERVER, attributes: { [ATTR_HTTP_REQUEST_METHOD]: method, [ATTR_URL_PATH]: path, [ATTR_HTTP_ROUTE]: path } },
+        parent,
+      );
+      let ended = false;
+      const end = () => {
+        if (ended) return;
+        ended = true;
+        span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, response.statusCode);
+        if (response.statusCode >= 500) {
+          span.setAttribute(ATTR_ERROR_TYPE, String(response.statusCode));
+          span.setStatus({ code: SpanStatusCode.ERROR });
+        }
+        span.end();
+      };
+      response.once('finish', end);
+      response.once('close', end);
+      return handle(span);
+    },
+    apolloPlugin: {
+      async requestDidStart({ contextValue }) {
+        const requestSpan = contextValue.trace instanceof Object ? (contextValue.trace as Span) : null;
+        if (!requestSpan) return;
+        let operationSpan: Span | null = null;
+        return {
+          async didResolveOperation({ operation, operationName }) {
+            if (!operation) return;
+            operationSpan = tracer.startSpan(
+              `${operation.operation}${operationName ? ` ${operationName}` : ''}`,
+              { kind: SpanKind.INTERNAL, attributes: { [ATTR_GRAPHQL_OPERATION_TYPE]: operation.operation, ...(operationName ? { [ATTR_GRAPHQL_OPERATION_NAME]: operationName } : {}) } },
+              trace.setSpan(ROOT_CONTEXT, requestSpan),
+            );
+            // The resolvers of this operation (startRun) see it as the request's trace.
+            contextValue.trace = operationSpan;
+          },
+          async willSendResponse({ response }) {
+            if (!operationSpan) return;
+            const errors = response.body.kind === 'single' ? response.body.singleResult.errors : undefined;
+            const code = errors?.[0]?.extensions?.code;
+            if (typeof code === 'string') {
+              operationSpan.setAttribute(ATTR_ERROR_TYPE, code);
+              if (code === 'INTERNAL_SERVER_ERROR') operationSpan.setStatus({ code: SpanStatusCode.ERROR });
+            }
+            operationSpan.end();
+          },
+        };
+      },
+    },
+    runStarted: (run) => observeRun(tracer, run, run.requestTrace instanceof Object ? trace.setSpan(ROOT_CONTEXT, run.requestTrace as Span) : ROOT_CONTEXT, config.captureMessageContent),
+    runClosed: () => undefined,
+    async shutdown() {
+      await Promise.race([provider.shutdown().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, SHUTDOWN_TIMEOUT_MS).unref())]);
+      diag.disable();
+    },
+  };
+}
+
+function samplerOf(sampler: TracingConfig['sampler']): Sampler {
+  const root = sampler.root === 'always_off' ? new AlwaysOffSampler() : sampler.root === 'traceidratio' ? new TraceIdRatioBasedSampler(sampler.ratio) : new AlwaysOnSampler();
+  return sampler.parentBased ? new ParentBasedSampler({ root }) : root;
+}
+
+/** The spans of one run, built from its steps as they are stored. */
+function observeRun(tracer: Tracer, run: ObservedRun, parent: Context, capture: boolean): RunObservation {
+  const common: Attributes = {
+    [ATTR_GEN_AI_CONVERSATION_ID]: run.runId,
+    ...(run.providerType ? { [ATTR_GEN_AI_PROVIDER_NAME]: PROVIDER_NAMES[run.providerType] ?? run.providerType } : {}),
+    ...(run.model ? { [ATTR_GEN_AI_REQUEST_MODEL]: run.model } : {}),
+  };
+  const agent = tracer.startSpan(
+    `invoke_agent ${run.configuration}`,
+    {
+      kind: SpanKind.INTERNAL,
+      attributes: { ...common, [ATTR_GEN_AI_OPERATION_NAME]: 'invoke_agent', [ATTR_GEN_AI_AGENT_NAME]: run.configuration, 'promptwire.run.dry_run': run.dryRun },
+    },
+    parent,
+  );
+  const inRun = trace.setSpan(parent, agent);
+  /** The model call in flight: its REQUEST step and when it was produced. */
+  let pending: { step: RequestStep; at: number } | null = null;
+  let ended = false;
+
+  const chatSpan = (startTime: number, request: RequestStep | null, attributes: Attributes): Span => {
+    const span = tracer.startSpan(
+      `chat ${run.model ?? ''}`.trimEnd(),
+      { kind: SpanKind.CLIENT, startTime, attributes: { ...common, [ATTR_GEN_AI_OPERATION_NAME]: 'chat', ...attributes } },
+      inRun,
+    );
+    if (capture && request) span.setAttribute(ATTR_GEN_AI_INPUT_MESSAGES, JSON.stringify(request.messagesSent.map(messageParts)));
+    return span;
+  };
+
+  return {
+    step(step: RunStep, at: number) {
+      switch (step.kind) {
+        case 'request':
+          pending = { step, at };
+          break;
+        case 'llm': {
+          const span = chatSpan(at - step.durationMs, pending?.step ?? null, {
+            [ATTR_GEN_AI_RESPONSE_FINISH_REASONS]: [step.rawFinishReason ?? step.finishReason],
+            [ATTR_GEN_AI_USAGE_INPUT_TOKENS]: step.promptTokens,
+            [ATTR_GEN_AI_USAGE_OUTPUT_TOKENS]: step.completionTokens,
+            'promptwire.round': step.round,
+            ...(step.estimatedCost !== null ? { 'promptwire.cost.usd': step.estimatedCost } : {}),
+          });
+          if (capture) span.setAttribute(ATTR_GEN_AI_OUTPUT_MESSAGES, JSON.stringify([outputMessage(step)]));
+          span.end(at);
+          pending = null;
+          break;
+        }
+        case 'tool': {
+          const span = tracer.startSpan(
+            `execute_tool ${step.toolName}`,
+            {
+              kind: SpanKind.INTERNAL,
+              startTime: at - step.durationMs,
+              attributes: {
+                [ATTR_GEN_AI_CONVERSATION_ID]: run.runId,
+                [ATTR_GEN_AI_OPERATION_NAME]: 'execute_tool',
+                [ATTR_GEN_AI_TOOL_NAME]: step.toolName,
+                [ATTR_GEN_AI_TOOL_CALL_ID]: step.toolCallId,
+                [ATTR_GEN_AI_TOOL_TYPE]: 'function',
+                'promptwire.round': step.round,
+              },
+            },
+            inRun,
+          );
+          if (capture) {
+            span.setAttribute(ATTR_GEN_AI_TOOL_CALL_ARGUMENTS, typeof step.toolArguments === 'string' ? step.toolArguments : JSON.stringify(step.toolArguments));
+            span.setAttribute(ATTR_GEN_AI_TOOL_CALL_RESULT, step.toolResult);
+          }
+          if (step.toolIsError) {
+            span.setAttribute(ATTR_ERROR_TYPE, 'tool_error');
+            // The result is what the model was told; it is content, so it is only on the span when content is captured.
+            span.setStatus({ code: SpanStatusCode.ERROR, ...(capture ? { message: step.toolResult } : {}) });
+          }
+          span.end(at);
+          break;
+        }
+        case 'end': {
+          if (pending) {
+            // The call in flight never answered: the provider failed, or the run was cancelled.
+            const span = chatSpan(pending.at, pending.step, {});
+            if (step.status === 'CANCELLED') {
+              span.setAttribute(ATTR_ERROR_TYPE, 'cancelled');
+            } else {
+              span.setAttribute(ATTR_ERROR_TYPE, step.errorClass ?? 'error');
+              span.recordException({ name: step.errorClass ?? 'Error', message: step.error ?? 'The provider call failed.' }, at);
+              span.setStatus({ code: SpanStatusCode.ERROR, message: step.error ?? undefined });
+            }
+            span.end(at);
+            pending = null;
+          }
+          agent.setAttributes({
+            [ATTR_GEN_AI_USAGE_INPUT_TOKENS]: step.promptTokens,
+            [ATTR_GEN_AI_USAGE_OUTPUT_TOKENS]: step.completionTokens,
+            'promptwire.run.status': step.status.toLowerCase(),
+            'promptwire.run.termination_reason': step.terminationReason,
+            'promptwire.run.iterations': step.iterations,
+            ...(step.estimatedCost !== null ? { 'promptwire.cost.usd': step.estimatedCost } : {}),
+          });
+          if (step.status === 'FAILED') {
+            agent.setAttribute(ATTR_ERROR_TYPE, step.errorClass ?? step.terminationReason);
+            agent.recordException({ name: step.errorClass ?? 'Error', message: step.error ?? step.terminationReason }, at);
+            agent.setStatus({ code: SpanStatusCode.ERROR, message: step.error ?? undefined });
+          }
+          agent.end(at);
+          ended = true;
+          break;
+        }
+        case 'assembled':
+        case 'context':
+          break;
+      }
+    },
+    finish() {
+      if (ended) return;
+      ended = true;
+      agent.setStatus({ code: SpanStatusCode.ERROR, message: 'The run ended without its END step.' });
+      agent.end();
+    },
+  };
+}
+
+type MessagePart =
+  | { type: 'text'; content: string }
+  | { type: 'tool_call'; id: string; name: string; arguments: unknown }
+  | { type: 'tool_call_response'; id: string; response: string };
+
+/** A message in the GenAI conventions' `gen_ai.input.messages` shape. */
+function messageParts(message: ChatMessage): { role: string; parts: MessagePart[] } {
+  const parts: MessagePart[] = [];
+  if (message.role === 'tool') {
+    parts.push({ type: 'tool_call_response', id: message.tool_call_id, response: message.content ?? '' });
+    return { role: 'tool', parts };
+  }
+  if (typeof message.content === 'string' && message.content !== '') parts.push({ type: 'text', content: message.content });
+  if (message.role === 'assistant') {
+    for (const call of message.tool_calls ?? []) parts.push({ type: 'tool_call', id: call.id, name: call.function.name, arguments: parseArguments(call.function.arguments) });
+  }
+  return { role: message.role, parts };
+}
+
+/** The answer in the `gen_ai.output.messages` shape. */
+function outputMessage(step: LlmStep): { role: 'assistant'; parts: MessagePart[]; finish_reason: string } {
+  const parts: MessagePart[] = [];
+  if (step.content !== '') parts.push({ type: 'text', content: step.content });
+  for (const call of step.requestedToolCalls) parts.push({ type: 'tool_call', id: call.id, name: call.name, arguments: call.arguments });
+  return { role: 'assistant', parts, finish_reason: step.finishReason };
+}
+
+function parseArguments(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}

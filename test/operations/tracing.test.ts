@@ -1,0 +1,224 @@
+/**
+ * OpenTelemetry traces as an operator sees them: the real server in a child
+ * process (OTel's context propagation needs a real Node process, not jest's
+ * module sandbox) exporting to a real OTLP/HTTP receiver in this process,
+ * over both protocols. Each run is one trace below the request that started
+ * it, with the GenAI conventions' spans and attributes; usage equals the
+ * stored steps; message content appears only when asked for; a collector that
+ * hangs never holds up a run.
+ */
+import crypto from 'node:crypto';
+import { createTestDatabase, testDialects, type TestDatabase, type TestDialect } from '../support/databases';
+import { ADMIN_TOKEN, type TestServer } from '../support/server';
+import { startServerProcess, type ServerProcess } from '../support/server-process';
+import { RunKit, RUN_FIELDS, type RunView } from '../runs/run-kit';
+import { OtlpReceiver, type ReceivedSpan } from './otlp-receiver';
+
+jest.setTimeout(120_000);
+
+const SPAN_KIND = { internal: 1, server: 2, client: 3 };
+const STATUS_ERROR = 2;
+
+interface Case {
+  dialect: TestDialect;
+  protocol: 'http/protobuf' | 'http/json';
+  capture: boolean;
+}
+
+const cases: Case[] = [
+  { dialect: 'sqlite', protocol: 'http/protobuf', capture: false },
+  { dialect: 'sqlite', protocol: 'http/json', capture: true },
+  ...(testDialects.includes('mysql') ? [{ dialect: 'mysql' as const, protocol: 'http/protobuf' as const, capture: false }] : []),
+];
+
+/** RunKit speaks through `ok`; a server process offers `gql`. */
+function asTestServer(server: ServerProcess): TestServer {
+  return {
+    async ok(query: string, variables?: Record<string, unknown>, token?: string | null) {
+      const result = await server.gql(query, variables, token);
+      if (result.errors?.length) throw new Error(`GraphQL errors: ${JSON.stringify(result.errors)}`);
+      return result.data;
+    },
+  } as unknown as TestServer;
+}
+
+describe.each(cases)('OpenTelemetry traces ($dialect, $protocol, message content: $capture)', ({ dialect, protocol, capture }) => {
+  let receiver: OtlpReceiver;
+  let database: TestDatabase;
+  let server: ServerProcess;
+  const kit = new RunKit(() => asTestServer(server));
+
+  beforeAll(async () => {
+    receiver = await OtlpReceiver.start();
+    database = await createTestDatabase(dialect);
+    server = await startServerProcess(database, {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
+      OTEL_EXPORTER_OTLP_HEADERS: 'x-collector-key=secret%20value',
+      OTEL_SERVICE_NAME: 'promptwire-under-test',
+      OTEL_BSP_SCHEDULE_DELAY: '50',
+      OTEL_EXPORTER_OTLP_TIMEOUT: '2000',
+      ...(capture ? { OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true' } : {}),
+    });
+  });
+  afterAll(async () => {
+    await server?.stop();
+    await kit.closeProviders();
+    await receiver?.close();
+    await database?.drop();
+  });
+
+  /** startRun over HTTP with a W3C traceparent, as an instrumented client sends it. */
+  async function startTracedRun(input: Record<string, unknown>): Promise<{ run: RunView; traceId: string; parentId: string }> {
+    const traceId = crypto.randomBytes(16).toString('hex');
+    const parentId = crypto.randomBytes(8).toString('hex');
+    const response = await fetch(server.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}`, traceparent: `00-${traceId}-${parentId}-01` },
+      body: JSON.stringify({ query: `mutation StartTraced($input: StartRunInput!) { startRun(input: $input) { ${RUN_FIELDS} } }`, variables: { input } }),
+    });
+    const body = (await response.json()) as { data?: { startRun: RunView }; errors?: unknown };
+    if (!body.data) throw new Error(`startRun failed: ${JSON.stringify(body.errors)}`);
+    return { run: body.data.startRun, traceId, parentId };
+  }
+
+  const durationMs = (span: ReceivedSpan) => Number(span.endNs - span.startNs) / 1e6;
+  const contentKeys = ['gen_ai.input.messages', 'gen_ai.output.messages', 'gen_ai.tool.call.arguments', 'gen_ai.tool.call.result', 'gen_ai.system_instructions'];
+
+  test('a run is one trace below the request that started it, with a span per model call and per tool call', async () => {
+    const setup = await kit.setup({ costInput: 100_000, costOutput: 200_000 });
+    setup.provider.script(
+      { toolCalls: [{ id: 'call_calc', name: 'calculator', arguments: { expression: '6 * 7' } }], usage: { prompt: 11, completion: 4 } },
+      { text: 'It is 42.', usage: { prompt: 17, completion: 3 } },
+    );
+    const prompt = `What is 6*7? ${crypto.randomUUID()}`;
+    const { run: started, traceId, parentId } = await startTracedRun({ configuration: setup.configuration, prompt, tools: ['calculator'] });
+    const run = await kit.waitForRun(started.id);
+    expect(run.status).toBe('COMPLETED');
+
+    const spans = await receiver.waitFor((all) => {
+      const inTrace = all.filter((span) => span.traceId === traceId);
+      return inTrace.some((span) => span.name.startsWith('invoke_agent ')) && inTrace.filter((span) => span.name.startsWith('chat ')).length === 2 ? inTrace : null;
+    });
+    const request = spans.find((span) => span.name === 'POST /graphql')!;
+    const operation = spans.find((span) => span.name === 'mutation StartTraced')!;
+    const agent = spans.find((span) => span.name === `invoke_agent ${setup.configuration}`)!;
+    const chats = spans.filter((span) => span.name === 'chat scripted-gpt').sort((a, b) => Number(a.startNs - b.startNs));
+    const tools = spans.filter((span) => span.name === 'execute_tool calculator');
+
+    // The client's traceparent is the request span's parent; the request's GraphQL operation is the run's.
+    expect(request).toMatchObject({ parentSpanId: parentId, kind: SPAN_KIND.server });
+    expect(request.attributes).toMatchObject({ 'http.request.method': 'POST', 'http.route': '/graphql', 'http.response.status_code': 200 });
+    expect(operation).toMatchObject({ parentSpanId: request.spanId });
+    expect(operation.attributes).toMatchObject({ 'graphql.operation.type': 'mutation', 'graphql.operation.name': 'StartTraced' });
+    expect(agent).toMatchObject({ parentSpanId: operation.spanId, kind: SPAN_KIND.internal });
+    expect(chats).toHaveLength(2);
+    expect(tools).toHaveLength(1);
+    for (const child of [...chats, ...tools]) expect(child.parentSpanId).toBe(agent.spanId);
+
+    expect(agent.attributes).toMatchObject({
+      'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.agent.name': setup.configuration,
+      'gen_ai.conversation.id': run.id,
+      'gen_ai.provider.name': 'custom',
+      'gen_ai.request.model': 'scripted-gpt',
+      'gen_ai.usage.input_tokens': run.promptTokens,
+      'gen_ai.usage.output_tokens': run.completionTokens,
+      'promptwire.run.status': 'completed',
+    });
+    expect(agent.status.code).not.toBe(STATUS_ERROR);
+
+    // Usage and durations are the stored LLM steps', call by call.
+    const llmSteps = run.steps.filter((step) => step.kind === 'LLM');
+    expect(llmSteps).toHaveLength(2);
+    chats.forEach((chat, index) => {
+      const step = llmSteps[index]!;
+      expect(chat.kind).toBe(SPAN_KIND.client);
+      expect(chat.attributes).toMatchObject({
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.provider.name': 'custom',
+        'gen_ai.request.model': 'scripted-gpt',
+        'gen_ai.conversation.id': run.id,
+        'gen_ai.usage.input_tokens': step.promptTokens,
+        'gen_ai.usage.output_tokens': step.completionTokens,
+        'gen_ai.response.finish_reasons': [index === 0 ? 'tool_calls' : 'stop'],
+      });
+      expect(durationMs(chat)).toBeCloseTo(step.durationMs, 1);
+    });
+    const toolStep = run.steps.find((step) => step.kind === 'TOOL')!;
+    expect(tools[0]!.attributes).toMatchObject({
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': 'calculator',
+      'gen_ai.tool.call.id': 'call_calc',
+      'gen_ai.conversation.id': run.id,
+    });
+    expect(durationMs(tools[0]!)).toBeCloseTo(toolStep.durationMs, 1);
+    // In order: first call, the tool, second call.
+    expect(tools[0]!.startNs).toBeGreaterThanOrEqual(chats[0]!.endNs);
+    expect(chats[1]!.startNs).toBeGreaterThanOrEqual(tools[0]!.endNs);
+    expect(agent.endNs).toBeGreaterThanOrEqual(chats[1]!.endNs);
+
+    expect(agent.resource['service.name']).toBe('promptwire-under-test');
+    expect(receiver.requests.length).toBeGreaterThan(0);
+    for (const received of receiver.requests) {
+      expect(received.contentType).toMatch(protocol === 'http/json' ? /^application\/json/ : /^application\/x-protobuf/);
+      expect(received.headers['x-collector-key']).toBe('secret value');
+    }
+
+    const attributesText = JSON.stringify(spans.map((span) => span.attributes));
+    if (capture) {
+      const input = JSON.parse(String(chats[0]!.attributes['gen_ai.input.messages'])) as { role: string; parts: { type: string; content?: string }[] }[];
+      expect(input.at(-1)).toEqual({ role: 'user', parts: [{ type: 'text', content: prompt }] });
+      expect(JSON.parse(String(chats[0]!.attributes['gen_ai.output.messages']))).toEqual([
+        { role: 'assistant', parts: [{ type: 'tool_call', id: 'call_calc', name: 'calculator', arguments: { expression: '6 * 7' } }], finish_reason: 'tool_calls' },
+      ]);
+      expect(JSON.parse(String(chats[1]!.attributes['gen_ai.output.messages']))).toEqual([{ role: 'assistant', parts: [{ type: 'text', content: 'It is 42.' }], finish_reason: 'stop' }]);
+      expect(tools[0]!.attributes).toMatchObject({ 'gen_ai.tool.call.arguments': '{"expression":"6 * 7"}', 'gen_ai.tool.call.result': '42' });
+    } else {
+      for (const span of spans) for (const key of contentKeys) expect(span.attributes).not.toHaveProperty(key);
+      expect(attributesText).not.toContain(prompt);
+      expect(attributesText).not.toContain('It is 42.');
+    }
+  });
+
+  test('a failed provider call is recorded as an error on its chat span and on the run', async () => {
+    const setup = await kit.setup();
+    setup.provider.script({ status: 500, errorBody: '{"error":{"message":"upstream broke"}}' });
+    const { run: started, traceId } = await startTracedRun({ configuration: setup.configuration, prompt: 'x', tools: [] });
+    const run = await kit.waitForRun(started.id);
+    expect(run).toMatchObject({ status: 'FAILED', terminationReason: 'provider_failed' });
+
+    const spans = await receiver.waitFor((all) => {
+      const inTrace = all.filter((span) => span.traceId === traceId);
+      return inTrace.some((span) => span.name.startsWith('invoke_agent ')) ? inTrace : null;
+    });
+    const agent = spans.find((span) => span.name.startsWith('invoke_agent '))!;
+    const chat = spans.find((span) => span.name === 'chat scripted-gpt')!;
+    expect(agent.status.code).toBe(STATUS_ERROR);
+    expect(agent.status.message).toBe(run.error);
+    expect(agent.attributes).toMatchObject({ 'promptwire.run.status': 'failed', 'promptwire.run.termination_reason': 'provider_failed', 'gen_ai.usage.input_tokens': 0 });
+    expect(agent.attributes['error.type']).toEqual(expect.any(String));
+    expect(agent.events.map((event) => event.name)).toContain('exception');
+    expect(chat.parentSpanId).toBe(agent.spanId);
+    expect(chat.status.code).toBe(STATUS_ERROR);
+    expect(chat.events.map((event) => event.name)).toContain('exception');
+  });
+
+  test('a collector that does not answer never holds up a run', async () => {
+    const setup = await kit.setup();
+    setup.provider.script(...Array.from({ length: 3 }, () => ({ text: 'Done.', usage: { prompt: 2, completion: 1 } })));
+    receiver.hang = true;
+    try {
+      const runs: RunView[] = [];
+      for (let i = 0; i < 3; i++) runs.push(await kit.startRun({ configuration: setup.configuration, prompt: `hung ${i}`, tools: [] }));
+      for (const run of runs) expect((await kit.waitForRun(run.id)).status).toBe('COMPLETED');
+    } finally {
+      receiver.hang = false;
+    }
+    // Once the collector answers again, new traces arrive.
+    setup.provider.script({ text: 'Again.', usage: { prompt: 2, completion: 1 } });
+    const { run: started, traceId } = await startTracedRun({ configuration: setup.configuration, prompt: 'after', tools: [] });
+    expect((await kit.waitForRun(started.id)).status).toBe('COMPLETED');
+    await receiver.waitFor((all) => all.some((span) => span.traceId === traceId && span.name.startsWith('invoke_agent ')));
+  });
+});
