@@ -1,8 +1,10 @@
 import { MAX_PAGE_SIZE } from '../db/record-rules';
 import { Arg, Authorized, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root, Subscription, type SubscribeResolverData } from 'type-graphql';
-import { Role } from '../auth/roles';
+import { Role, roleAtLeast } from '../auth/roles';
 import { LlmConfiguration, toLlmConfiguration } from '../configurations/configuration.types';
 import type { GraphQLContext } from '../graphql/context';
+import { JSONScalar } from '../graphql/scalars';
+import { redactSecretsInJson } from '../providers/adapters/errors';
 import { SubscriberLaggedError, UnauthenticatedError } from '../shared/errors';
 import type { RunDelta as EngineDelta } from './engine/run-step';
 import { AgentRun, RunDelta, RunStep, StartRunInput, ToolInfo, toAgentRun, toRunStep } from './run.types';
@@ -104,5 +106,20 @@ export class RunResolver {
   })
   runDeltas(@Root() payload: EngineDelta | SubscriberLaggedError, @Arg('runId', () => ID) _runId: string): RunDelta {
     return unwrap(payload);
+  }
+}
+
+@Resolver(() => RunStep)
+export class RunStepResolver {
+  /**
+   * Raw capture holds what the provider sent verbatim, so only an ADMIN reads
+   * it; every other role reads null (not an error: a step list or a live trace
+   * asking for `raw` works for every role). Credentials are masked on capture;
+   * masking again here covers bodies stored before that rule.
+   */
+  @FieldResolver(() => JSONScalar, { nullable: true, description: 'LLM steps with raw capture only: the provider\'s decoded body, credentials redacted. ADMIN only; null for other roles.' })
+  raw(@Root() step: RunStep, @Ctx() { caller }: GraphQLContext): unknown {
+    if (!caller || !roleAtLeast(caller.role, Role.ADMIN) || step.storedRaw === null || step.storedRaw === undefined) return null;
+    return redactSecretsInJson(step.storedRaw, null);
   }
 }

@@ -63,7 +63,8 @@ export class RunStep {
   @Extensions(EMBEDDED_LIST)
   @Field(() => [ToolCall], { nullable: true }) requestedToolCalls!: ToolCall[] | null;
   @Field(() => [String], { nullable: true, description: 'Settings the provider ignored.' }) warnings!: string[] | null;
-  @Field(() => JSONScalar, { nullable: true, description: 'LLM steps with raw capture only.' }) raw!: unknown;
+  /** The stored provider body; exposed as `raw` by RunStepResolver (ADMIN only, redacted). */
+  storedRaw!: unknown;
   @Field(() => String, { nullable: true }) toolCallId!: string | null;
   @Field(() => String, { nullable: true }) toolName!: string | null;
   @Field(() => JSONScalar, { nullable: true }) toolArguments!: unknown;
@@ -138,7 +139,7 @@ function mapRunStep(step: StoredStep): RunStep {
     estimatedCost: num(step.estimatedCost),
     requestedToolCalls: calls,
     warnings: Array.isArray(step.warnings) ? (step.warnings as string[]) : null,
-    raw: step.raw ?? null,
+    storedRaw: step.raw ?? null,
     toolCallId: str(step.toolCallId),
     toolName: str(step.toolName),
     toolArguments: step.toolArguments ?? null,

@@ -9,6 +9,7 @@ import {
   excerptBody,
   parseRetryAfter,
   redactSecrets,
+  redactSecretsInJson,
 } from '../../src/providers/adapters/errors';
 import { type RetryPolicy, callDeadlines, effectiveTimeoutSeconds, retryDelay } from '../../src/providers/adapters/http';
 
@@ -77,6 +78,21 @@ describe('redaction', () => {
     const key = 'Zx81Lm0Pw7Rt4Yv6Xa93';
     expect(redactSecrets(`invalid key: ${key}`, key)).toBe('invalid key: [redacted]');
     expect(excerptBody(JSON.stringify({ error: { message: `key ${key} revoked` } }), key)).toBe('key [redacted] revoked');
+  });
+
+  it('masks a JSON body by the same rule: credential-named fields whole, every string by the text rule', () => {
+    const body = {
+      headers: { Authorization: 'Basic dXNlcjpwYXNz', 'X-Api-Key': 'plain-value', 'x-goog-api-key': 'g', 'content-type': 'application/json' },
+      api_key: 'k',
+      list: [`uses ${KEY}`, 3, null, { token: 't', tokens: 12 }],
+      usage: { prompt_tokens: 5 },
+    };
+    expect(redactSecretsInJson(body, KEY)).toEqual({
+      headers: { Authorization: '[redacted]', 'X-Api-Key': '[redacted]', 'x-goog-api-key': '[redacted]', 'content-type': 'application/json' },
+      api_key: '[redacted]',
+      list: ['uses [redacted]', 3, null, { token: '[redacted]', tokens: 12 }],
+      usage: { prompt_tokens: 5 },
+    });
   });
 
   it('keeps excerpts short and on one line', () => {

@@ -42,6 +42,8 @@ export interface ScriptedReply {
   /** Answer with this HTTP status and `errorBody` instead of a completion. */
   status?: number;
   errorBody?: string;
+  /** Extra top-level fields of the answer (non-streaming) or of every frame (streaming), e.g. what a proxy echoes. */
+  extra?: Record<string, unknown>;
 }
 
 export interface RecordedRequest {
@@ -200,6 +202,7 @@ export class ScriptedProvider {
         created,
         model,
         choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason }],
+        ...reply.extra,
       };
       if (usage) answer.usage = usage;
       record.answered = answer;
@@ -208,7 +211,7 @@ export class ScriptedProvider {
       return;
     }
 
-    const base = { id, object: 'chat.completion.chunk', created, model };
+    const base = { id, object: 'chat.completion.chunk', created, model, ...reply.extra };
     const frames: Record<string, unknown>[] = [];
     const delta = (d: Record<string, unknown>, finish: string | null = null) => frames.push({ ...base, choices: [{ index: 0, delta: d, logprobs: null, finish_reason: finish }] });
     delta({ role: 'assistant', content: '' });

@@ -144,6 +144,29 @@ export function redactSecrets(text: string, apiKey: string | null): string {
 }
 
 /**
+ * Names of fields that carry a credential whatever their value looks like:
+ * request headers a provider or proxy may echo (`Authorization`, `x-api-key`,
+ * `api-key`, `x-goog-api-key`) and key fields of a body.
+ */
+const SECRET_FIELD = /^(?:proxy-)?authorization$|^(?:x-(?:goog-)?)?api[-_]?key$|^(?:access|refresh|id)?[-_]?token$|^(?:client[-_])?secret$|^password$/i;
+
+/**
+ * A JSON value (a captured provider body) with secrets removed by the same
+ * rule as text: credential-named fields are masked whole, and every string
+ * goes through `redactSecrets`. Keys keep their names; nothing else changes.
+ */
+export function redactSecretsInJson(value: unknown, apiKey: string | null): unknown {
+  if (typeof value === 'string') return redactSecrets(value, apiKey);
+  if (Array.isArray(value)) return value.map((item) => redactSecretsInJson(item, apiKey));
+  if (typeof value !== 'object' || value === null) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) {
+    out[key] = SECRET_FIELD.test(key) && item !== null && item !== '' ? REDACTED : redactSecretsInJson(item, apiKey);
+  }
+  return out;
+}
+
+/**
  * A short, single-line, redacted excerpt of a provider body: the provider's
  * own error message when the body is a documented error object, else the
  * start of the text. Cut on a code-point boundary.

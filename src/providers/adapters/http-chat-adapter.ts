@@ -7,7 +7,7 @@
 import { z } from 'zod/v4';
 
 import { usableApiKey } from './credentials';
-import { ProviderConnectionError, ProviderError, ProviderResponseError } from './errors';
+import { ProviderConnectionError, ProviderError, ProviderResponseError, redactSecretsInJson } from './errors';
 import {
   type AdapterLogger,
   type HttpPost,
@@ -106,7 +106,7 @@ export abstract class HttpChatAdapter implements ChatAdapter {
     const text = await this.http.postForText(post);
     const body = parseJsonText(text, context, 'response body');
     const decoded = this.decodeResponse(body, context);
-    return withExtras(decoded, warnings, request.options.captureRaw === true, body);
+    return withExtras(decoded, warnings, request.options.captureRaw === true, body, context.apiKey);
   }
 
   /**
@@ -137,7 +137,7 @@ export abstract class HttpChatAdapter implements ChatAdapter {
       // Stops reading and releases the socket when the loop ended early or failed.
       await chunks.return(undefined);
     }
-    yield { type: 'done', result: withExtras(decoder.finish(sawEndSentinel), warnings, captured !== null, captured) };
+    yield { type: 'done', result: withExtras(decoder.finish(sawEndSentinel), warnings, captured !== null, captured, context.apiKey) };
   }
 
   private async *frames(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<{ data: string; event: string | undefined }> {
@@ -187,9 +187,10 @@ export abstract class HttpChatAdapter implements ChatAdapter {
   }
 }
 
-function withExtras(decoded: DecodedResult, warnings: string[], captureRaw: boolean, raw: unknown): ChatResult {
+/** Raw capture keeps the provider's body, minus any credential it echoed (the key is known here, so masked exactly). */
+function withExtras(decoded: DecodedResult, warnings: string[], captureRaw: boolean, raw: unknown, apiKey: string | null): ChatResult {
   const result: ChatResult = { ...decoded, warnings };
-  if (captureRaw) result.raw = raw;
+  if (captureRaw) result.raw = redactSecretsInJson(raw, apiKey);
   return result;
 }
 
