@@ -255,7 +255,13 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         // The cost needs the variables, which validation rules do not see.
         async requestDidStart() {
           return {
-            async didResolveOperation({ request, document, operationName }) {
+            async didResolveOperation({ request, document, operationName, operation }) {
+              // Executed over HTTP, a subscription field would run as a query without its event: refuse it as input.
+              if (operation?.operation === 'subscription') {
+                throw new GraphQLError('Subscriptions are served over graphql-ws (a WebSocket to this same /graphql URL); HTTP serves queries and mutations.', {
+                  extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } },
+                });
+              }
               const refusal = costRefusal(limits, schema, document, request.variables, operationName);
               if (refusal) throw refusal;
             },

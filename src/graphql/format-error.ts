@@ -1,4 +1,4 @@
-import type { GraphQLFormattedError } from 'graphql';
+import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { unwrapResolverError } from '@apollo/server/errors';
 import { ArgumentValidationError } from 'type-graphql';
 import type { Logger } from '../logger';
@@ -50,6 +50,9 @@ export function createErrorFormatter(logger: Logger) {
       const field = formatted.extensions?.field;
       return { ...formatted, extensions: { code: 'BAD_USER_INPUT', ...(typeof field === 'string' ? { field } : {}) } };
     }
+    // Apollo's own refusals of a request (an APQ hash that does not match its query …) carry a 4xx status and no code.
+    const requestRefusal = clientRequestRefusal(original);
+    if (requestRefusal) return { message: requestRefusal, locations, path, extensions: { code: 'BAD_USER_INPUT' } };
     logger.error({ err: original, path }, 'unexpected error in a GraphQL operation');
     return { message: 'Internal server error; it has been logged. Try again, and report it if it persists.', locations, path, extensions: { code: 'INTERNAL_SERVER_ERROR' } };
   };
@@ -68,4 +71,19 @@ function fieldPath(error: ValidationErrorLike): string {
 
 function flattenConstraints(error: ValidationErrorLike): string[] {
   return [...Object.values(error.constraints ?? {}), ...(error.children ?? []).flatMap(flattenConstraints)];
+}
+
+/** Messages said better for a client developer. */
+const REQUEST_REFUSAL_MESSAGES: Record<string, string> = {
+  'provided sha does not match query':
+    'extensions.persistedQuery.sha256Hash does not match the query sent with it (it must be the lower-case hex SHA-256 of the query text).',
+};
+
+/** The message of an error the HTTP layer raised about the request itself (a GraphQLError with a 4xx status, no code, no cause), or null. */
+function clientRequestRefusal(error: unknown): string | null {
+  if (!(error instanceof GraphQLError) || error.originalError || error.extensions.code !== undefined) return null;
+  const http = error.extensions.http as { status?: unknown } | undefined;
+  const status = typeof http?.status === 'number' ? http.status : 0;
+  if (status < 400 || status >= 500) return null;
+  return REQUEST_REFUSAL_MESSAGES[error.message] ?? error.message;
 }

@@ -32,6 +32,7 @@ import {
 } from 'graphql';
 import { type ComplexityEstimator, getComplexity } from 'graphql-query-complexity';
 import { MAX_PAGE_SIZE } from '../db/record-rules';
+import { maxInputDepthRule } from './well-formed-text';
 
 export interface QueryLimits {
   maxDepth: number;
@@ -84,6 +85,7 @@ export function validationRulesFor(limits: QueryLimits): ValidationRule[] {
   return [
     maxDepthRule({ n: limits.maxDepth, ignoreIntrospection: true, exposeLimits: true, onReject, propagateOnRejection: false }),
     maxAliasesRule({ n: limits.maxAliases, exposeLimits: true, onReject, propagateOnRejection: false }),
+    maxInputDepthRule,
   ];
 }
 

@@ -7,6 +7,8 @@
  * stores a value that another reader would have to forgive.
  */
 
+import { MAX_INPUT_DEPTH } from '../shared/input-depth';
+
 /** A JSON object as decoded from a column: string keys, JSON values. */
 export type JsonObject = Record<string, unknown>;
 
@@ -72,7 +74,7 @@ export function parseMetadataForWrite(value: unknown): MetadataWriteResult {
   if (!isJsonObject(candidate)) {
     return { ok: false, message: METADATA_MUST_BE_OBJECT };
   }
-  const problem = findNonJsonValue(candidate, 'metadata', new Set());
+  const problem = findNonJsonValue(candidate, 'metadata', new Set(), 0);
   if (problem !== null) {
     return { ok: false, message: `${METADATA_MUST_BE_OBJECT} ${problem}` };
   }
@@ -93,7 +95,7 @@ function isJsonObject(value: unknown): value is JsonObject {
  * given, or `null` when everything is a JSON value. `path` names the place
  * for the message; `ancestors` detects cycles.
  */
-function findNonJsonValue(value: unknown, path: string, ancestors: Set<object>): string | null {
+function findNonJsonValue(value: unknown, path: string, ancestors: Set<object>, depth: number): string | null {
   switch (typeof value) {
     case 'string':
     case 'boolean':
@@ -107,6 +109,9 @@ function findNonJsonValue(value: unknown, path: string, ancestors: Set<object>):
       if (ancestors.has(value)) {
         return `${path} refers to itself.`;
       }
+      if (depth >= MAX_INPUT_DEPTH) {
+        return `${path} is nested more than ${MAX_INPUT_DEPTH} levels deep.`;
+      }
       if (!Array.isArray(value) && !isJsonObject(value)) {
         return `${path} is not a JSON value.`;
       }
@@ -115,7 +120,7 @@ function findNonJsonValue(value: unknown, path: string, ancestors: Set<object>):
         ? value.map((item, index) => [`${path}[${index}]`, item])
         : Object.entries(value).map(([key, item]) => [`${path}.${key}`, item]);
       for (const [childPath, child] of entries) {
-        const problem = findNonJsonValue(child, childPath, ancestors);
+        const problem = findNonJsonValue(child, childPath, ancestors, depth + 1);
         if (problem !== null) {
           return problem;
         }

@@ -28,6 +28,12 @@ export interface SnippetFilter extends Page {
   search?: string | null;
 }
 
+/**
+ * The longest `search` text. Far more than any name or phrase; the same on
+ * both databases (SQLite refuses LIKE patterns beyond 50,000 bytes outright).
+ */
+export const MAX_SEARCH_LENGTH = 1000;
+
 /** Sorting, then name, then uid so that pages are stable. */
 export function byListOrder(a: PromptSnippetEntity, b: PromptSnippetEntity): number {
   return a.sorting - b.sorting || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) || a.uid - b.uid;
@@ -59,6 +65,9 @@ export class SnippetService {
 
   async list(filter: SnippetFilter): Promise<PromptSnippetEntity[]> {
     const { limit, offset } = checkPage(filter);
+    if (filter.search && filter.search.length > MAX_SEARCH_LENGTH) {
+      throw new BadUserInputError(`search must be at most ${MAX_SEARCH_LENGTH} characters (got ${filter.search.length})`, 'search');
+    }
     if (filter.tag !== undefined && filter.tag !== null) {
       let rows = await this.activeByTag(filter.tag);
       if (filter.search) rows = rows.filter((row) => matchesSearch(row, filter.search ?? ''));
