@@ -32,7 +32,8 @@ import { createLoaders } from './graphql/loaders';
 import { costRefusal, oversizedAnswer, parseOptionsFor, type QueryLimits, validationRulesFor } from './graphql/query-limits';
 import { buildAppSchema } from './graphql/schema';
 import { serveSubscriptions } from './graphql/trace-fanout';
-import { CLIENT_GONE, HttpError, readBody } from './http-body';
+import { CLIENT_GONE, discardRestOfBody, HttpError, readBody } from './http-body';
+import { createReadinessCheck } from './db/readiness';
 import { createLogger, type Logger } from './logger';
 import { RequestQueue } from './request-queue';
 import { RunService, type RunServiceOptions } from './runs/run.service';
@@ -163,6 +164,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
   const validationRules = validationRulesFor(limits);
   const parseOptions = parseOptionsFor(limits);
   const httpServer = http.createServer();
+  const readiness = createReadinessCheck(services.dataSource, config.database);
   const consoleRoutes = config.ui ? createConsoleRoutes(config.consoleDirectory ?? undefined) : null;
   const authenticate = async (authorization: unknown): Promise<{ caller: Caller | null; authProblem: string | null }> => {
     const header = typeof authorization === 'string' ? authorization.trim() : '';
@@ -327,12 +329,10 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
     const url = new URL(request.url ?? '/', 'http://localhost');
     if (url.pathname === '/healthz') return sendJson(response, 200, { status: 'ok' });
     if (url.pathname === '/readyz') {
-      try {
-        await services.dataSource.query('SELECT 1');
-        return sendJson(response, 200, { status: 'ready' });
-      } catch {
-        return sendJson(response, 503, { status: 'database unavailable' });
-      }
+      const problem = await readiness();
+      if (problem === null) return sendJson(response, 200, { status: 'ready' });
+      logger.warn({ problem: problem.slice(0, 500) }, 'not ready: the database does not answer');
+      return sendJson(response, 503, { status: 'database unavailable' });
     }
     if (url.pathname === '/metrics') return operations.serveMetrics(request, response, authenticate);
     if (consoleRoutes?.handle(request, response, url.pathname)) return;
@@ -348,11 +348,13 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
       try {
         text = await readBody(request, config.bodyLimitBytes);
       } catch (error) {
-        if (error instanceof HttpError && error.status === CLIENT_GONE) return;
+        if (error instanceof HttpError && error.status === CLIENT_GONE) {
+          // An ordinary event (a closed tab, a cut network), not a failure of the server.
+          logger.info({ requestId }, 'the client closed the connection before its request body was read');
+          return;
+        }
         if (error instanceof HttpError) {
-          // The rest of an oversized body is not read: answer, then close the connection.
-          response.setHeader('connection', 'close');
-          response.once('finish', () => request.destroy());
+          discardRestOfBody(request, response);
           return sendJson(response, error.status, { errors: [{ message: error.message, extensions: { code: 'BAD_USER_INPUT' } }] });
         }
         throw error;
