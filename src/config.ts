@@ -79,6 +79,12 @@ export interface AppConfig {
   webhookAllowedHosts: string[];
   /** How long one MCP request (a tool call, one page of an import) may take. */
   mcpTimeoutMs: number;
+  /** How long one webhook attempt may take before it counts as failed (WEBHOOK_TIMEOUT_MS). */
+  webhookTimeoutMs: number;
+  /** The wait after a webhook's first failed attempt; each later one is three times longer, at most an hour (WEBHOOK_RETRY_BASE_MS). */
+  webhookRetryBaseMs: number;
+  /** Attempts per webhook delivery before it is marked failed (WEBHOOK_MAX_ATTEMPTS). */
+  webhookMaxAttempts: number;
   /** Serve the console (the pages at /, /playground and /runs); UI=false turns them off. */
   ui: boolean;
   /** Where the built console is read from; null: dist/console of this package. */
@@ -207,6 +213,9 @@ export function loadConfig(env: Env = process.env): AppConfig {
     sqliteLockWaitMs: integer('SQLITE_LOCK_WAIT_MS', 5000, 0, 600_000),
     webhookAllowedHosts: parseAllowedHosts(env.WEBHOOK_ALLOWED_HOSTS),
     mcpTimeoutMs: integer('MCP_TIMEOUT_MS', 30_000, 100, 600_000),
+    webhookTimeoutMs: integer('WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
+    webhookRetryBaseMs: integer('WEBHOOK_RETRY_BASE_MS', 1000, 10, 3_600_000),
+    webhookMaxAttempts: integer('WEBHOOK_MAX_ATTEMPTS', 12, 1, 50),
     ui: flag('UI', true),
     consoleDirectory: env.CONSOLE_DIRECTORY?.trim() ? path.resolve(env.CONSOLE_DIRECTORY.trim()) : null,
     providerMaxResponseBytes: integer('PROVIDER_MAX_RESPONSE_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),

@@ -88,6 +88,7 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
   let leaseClient: Redis | null = null;
   let detector: PromptChangeDetector | null = null;
   let operations: Operations | null = null;
+  let services: Services | null = null;
   try {
     if (config.schemaMode === 'shared') await checkSharedSchema(dataSource);
     if (config.runMigrations) {
@@ -126,9 +127,17 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
       toolRegistry,
       bus,
       logger,
-      { watcherQueueSize: 256, leaseSeconds: config.runLeaseSeconds, providerMaxResponseBytes: config.providerMaxResponseBytes, externalTools: mcp.toolSource, observer: operations.runObserver, ...options.runs },
+      {
+        watcherQueueSize: 256,
+        leaseSeconds: config.runLeaseSeconds,
+        providerMaxResponseBytes: config.providerMaxResponseBytes,
+        externalTools: mcp.toolSource,
+        observer: operations.runObserver,
+        onRunEnded: (manager, run) => core.webhookOutbox.enqueue(manager, 'run.finished', { run }).then(() => undefined),
+        ...options.runs,
+      },
     );
-    const services: Services = { ...core, runs, mcp: mcp.service };
+    services = { ...core, runs, mcp: mcp.service };
 
     const generated = await core.tokens.bootstrap(config.adminToken);
     if (generated) options.onBootstrapToken?.(generated);
@@ -136,12 +145,14 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
     await runs.recoverInterrupted();
     runs.startHousekeeping();
     detector.start();
+    core.webhookDispatcher.start();
 
     const background = { promptEvents, detector, leaseClient, operations };
     return await listen(config, services, logger, bus, background);
   } catch (error) {
     await bus?.close();
     await detector?.stop();
+    await services?.webhookDispatcher.stop();
     await promptEvents?.close();
     leaseClient?.disconnect();
     await operations?.close();
@@ -417,6 +428,8 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         services.runs.stopHousekeeping();
         await background.detector.stop();
         await services.runs.drain(true);
+        // After the runs: their END's deliveries are in the outbox; an attempt cut short is due again at once.
+        await services.webhookDispatcher.stop();
         logger.debug('runs drained; closing HTTP');
         await apollo.stop();
         for (let waited = 0; inFlight > 0 && waited < 10_000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));

@@ -19,6 +19,10 @@ import type { RunService } from './runs/run.service';
 import type { SecretBox } from './shared/secret-box';
 import { SkillService } from './skills/skill.service';
 import { SnippetService } from './snippets/snippet.service';
+import { createWebhookFeature } from './webhooks';
+import type { WebhookDispatcher } from './webhooks/webhook-dispatcher';
+import type { WebhookOutbox } from './webhooks/webhook-outbox';
+import type { WebhookService } from './webhooks/webhook.service';
 
 export interface Services {
   dataSource: DataSource;
@@ -35,6 +39,11 @@ export interface Services {
   /** Serialises writes per table in this process (identifier checks, version numbers). */
   /** The database lock every identifier write (and the change detector) takes per table. */
   identifiers: IdentifierLock;
+  webhooks: WebhookService;
+  /** Writers put webhook deliveries here inside their transactions. */
+  webhookOutbox: WebhookOutbox;
+  /** Sends the outbox (started and stopped by the server). */
+  webhookDispatcher: WebhookDispatcher;
   runs: RunService;
   mcp: McpService;
 }
@@ -43,7 +52,8 @@ export type CoreServices = Omit<Services, 'runs' | 'mcp'>;
 
 export function createCoreServices(dataSource: DataSource, dialect: Dialect, config: AppConfig, secrets: SecretBox, logger: Logger, promptEvents: PromptEventBus): CoreServices {
   const identifiers = new IdentifierLock(dataSource, dialect);
-  const history = new PromptHistoryService(dataSource, promptEvents);
+  const webhooks = createWebhookFeature(dataSource, config, secrets, logger);
+  const history = new PromptHistoryService(dataSource, promptEvents, webhooks.outbox);
   const providers = new ProviderService(dataSource, identifiers, secrets, config);
   const models = new ModelService(dataSource, identifiers);
   return {
@@ -59,5 +69,8 @@ export function createCoreServices(dataSource: DataSource, dialect: Dialect, con
     history,
     library: new PromptLibraryCache(dataSource, history),
     identifiers,
+    webhooks: webhooks.service,
+    webhookOutbox: webhooks.outbox,
+    webhookDispatcher: webhooks.dispatcher,
   };
 }

@@ -13,6 +13,7 @@ import { AgentRunEntity } from '../runs/agent-run.entity';
 import { RunLeaseEntity } from '../runs/run-lease.entity';
 import { SkillEntity } from '../skills/skill.entity';
 import { PromptSnippetEntity } from '../snippets/snippet.entity';
+import { WebhookDeliveryEntity, WebhookEntity } from '../webhooks/webhook.entity';
 
 /** Tables TYPO3's `nr_llm` defines; with SCHEMA_MODE=shared the service never changes them. */
 export const typo3Entities = [
@@ -29,6 +30,6 @@ export const typo3Entities = [
 ];
 
 /** The service's own tables (`promptwire_*`). */
-export const ownEntities = [ApiTokenEntity, ModelPriceEntity, RunLeaseEntity, PromptVersionEntity, McpCredentialEntity];
+export const ownEntities = [ApiTokenEntity, ModelPriceEntity, RunLeaseEntity, PromptVersionEntity, McpCredentialEntity, WebhookEntity, WebhookDeliveryEntity];
 
 export const allEntities = [...typo3Entities, ...ownEntities];

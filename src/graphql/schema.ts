@@ -9,9 +9,10 @@ import { ModelResolver, ProviderResolver } from '../providers/provider.resolver'
 import { RunResolver, RunStepResolver } from '../runs/run.resolver';
 import { SkillResolver } from '../skills/skill.resolver';
 import { SnippetResolver } from '../snippets/snippet.resolver';
+import { WebhookResolver } from '../webhooks/webhook.resolver';
 import { authChecker } from './auth-checker';
 
-export const resolvers = [SnippetResolver, ProviderResolver, ModelResolver, ConfigurationResolver, SkillResolver, ApiTokenResolver, RunResolver, RunStepResolver, PromptHistoryResolver, McpServerResolver] as const;
+export const resolvers = [SnippetResolver, ProviderResolver, ModelResolver, ConfigurationResolver, SkillResolver, ApiTokenResolver, RunResolver, RunStepResolver, PromptHistoryResolver, McpServerResolver, WebhookResolver] as const;
 
 /**
  * The schema is built from the resolver classes; `schema.graphql` is its committed print.

@@ -134,7 +134,7 @@ export class PromptChangeDetector {
     }
     const events: PromptChangeEvent[] = [];
     for (const uid of changed) {
-      const event = await this.recordExternal(table, uid);
+      const event = await this.recordExternal(table, uid, !announceNew);
       if (event) events.push(event);
     }
     this.watermarks.set(table.kind, newest);
@@ -143,7 +143,7 @@ export class PromptChangeDetector {
   }
 
   /** Re-reads the row under the table's write lock, so an API write in flight is never mistaken for an external one. */
-  private async recordExternal(table: WatchedTable, uid: number): Promise<PromptChangeEvent | null> {
+  private async recordExternal(table: WatchedTable, uid: number, firstSight: boolean): Promise<PromptChangeEvent | null> {
     try {
       return await this.identifiers.transaction(table.table, async (manager) => {
           const row = await manager.getRepository(table.entity).findOne({ where: { uid } });
@@ -151,7 +151,7 @@ export class PromptChangeDetector {
           const state = await table.stateOf(manager, row);
           const latest = await this.history.latestFingerprints(manager, table.kind, [uid]);
           if (latest.get(uid) === fingerprintState(state)) return null;
-          return this.history.record(manager, { kind: table.kind, uid, state, origin: { source: 'external', author: null } });
+          return this.history.record(manager, { kind: table.kind, uid, state, origin: { source: 'external', author: null }, firstSight });
       });
     } catch (error) {
       // Another instance numbered this change first (unique index): nothing is lost.

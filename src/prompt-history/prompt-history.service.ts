@@ -11,6 +11,7 @@ import { NotFoundError } from '../shared/errors';
 import { unixNow } from '../shared/time';
 import { parseSelectionTags, parseTags } from '../snippets/tag-rules';
 import type { PromptChangeEvent, PromptEventBus } from './prompt-event-bus';
+import type { WebhookOutbox } from '../webhooks/webhook-outbox';
 import { PromptVersionEntity } from './prompt-version.entity';
 import { configurationStateOf } from './record-states';
 import {
@@ -58,6 +59,12 @@ export interface RecordInput<K extends VersionedKind> {
   /** The state before the write, stored as version 1 when the row has no version yet (a row the service had not seen). */
   previous?: StateOf[K] | null;
   origin: ChangeOrigin;
+  /**
+   * The change detector's first reading after start: a version 1 stored now
+   * is the first state seen of a row that existed before, not a change, so
+   * it raises no webhook (and the detector does not announce it).
+   */
+  firstSight?: boolean;
 }
 
 export class PromptHistoryService {
@@ -66,6 +73,7 @@ export class PromptHistoryService {
   constructor(
     private readonly dataSource: DataSource,
     private readonly events: PromptEventBus,
+    private readonly outbox: WebhookOutbox | null = null,
   ) {}
 
   /**
@@ -80,7 +88,7 @@ export class PromptHistoryService {
     }
     const version = (latest?.version ?? 0) + 1;
     await this.insert(manager, input.kind, input.uid, version, input.state, input.origin);
-    return {
+    const event: PromptChangeEvent = {
       kind: input.kind,
       uid: input.uid,
       identifier: input.state.identifier,
@@ -89,6 +97,12 @@ export class PromptHistoryService {
       affectedConfigurations: await this.affectedConfigurations(manager, input.kind, input.uid, input.state, latest?.state ?? null),
       at: Date.now(),
     };
+    // In the write's transaction: the webhook delivery exists exactly when the change committed.
+    if (this.outbox && !(input.firstSight && version === 1)) {
+      const { kind, uid, identifier, source, affectedConfigurations } = event;
+      await this.outbox.enqueue(manager, 'prompt.changed', { kind, uid, identifier, version, source, author: input.origin.author, affectedConfigurations, deleted: input.state.deleted }, event.at);
+    }
+    return event;
   }
 
   /** Publishes committed changes to every instance's `promptChanged` subscribers. */

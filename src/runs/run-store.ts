@@ -2,7 +2,7 @@
  * The run tables: `tx_nrllm_agentrun` and `tx_nrllm_agentrun_event`.
  * A step is written with its sequence number before anyone is told about it.
  */
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { unixNow } from '../shared/time';
 import { AgentRunEventEntity } from './agent-run-event.entity';
 import { AgentRunEntity } from './agent-run.entity';
@@ -24,8 +24,50 @@ export function toStoredStep(row: AgentRunEventEntity): StoredStep {
   return { ...payload, sequence: row.sequence, kind: row.kind, round: row.round, durationMs: row.durationMs };
 }
 
+/** A finished run as those told of it see it (the `run.finished` webhook). */
+export interface EndedRun {
+  id: string;
+  configuration: string;
+  status: string;
+  terminationReason: string;
+  iterations: number;
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+  estimatedCost: number | null;
+  error: string | null;
+  dryRun: boolean;
+  finishedAt: string;
+}
+
+/** Called inside the transaction that stores a run's END, so what it writes commits with the END or not at all. */
+export type RunEndedHook = (manager: EntityManager, run: EndedRun) => Promise<void>;
+
 export class RunStore {
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly onRunEnded: RunEndedHook | null = null,
+  ) {}
+
+  private async runEnded(manager: EntityManager, runUid: number, end: EndStep): Promise<void> {
+    if (!this.onRunEnded) return;
+    const row = await manager.getRepository(AgentRunEntity).findOne({ where: { uid: runUid } });
+    if (!row) return;
+    await this.onRunEnded(manager, {
+      id: row.uuid,
+      configuration: row.configurationIdentifier,
+      status: end.status,
+      terminationReason: end.terminationReason,
+      iterations: end.iterations,
+      promptTokens: end.promptTokens,
+      completionTokens: end.completionTokens,
+      totalTokens: end.totalTokens,
+      estimatedCost: end.estimatedCost,
+      error: end.error,
+      dryRun: end.dryRun,
+      finishedAt: new Date(row.finishedAt * 1000).toISOString(),
+    });
+  }
 
   /**
    * Stores a new QUEUED run. With `leaseHolder` its lease is written in the same
@@ -79,6 +121,7 @@ export class RunStore {
         await manager.createQueryBuilder().insert().into(AgentRunEventEntity).values(event).updateEntity(false).execute();
         await manager.update(AgentRunEntity, { uid: runUid }, runRowFromEnd(step));
         await manager.delete(RunLeaseEntity, { runUid });
+        await this.runEnded(manager, runUid, step);
       });
     }
     return { ...payload, sequence, kind, round, durationMs: event.durationMs };
@@ -107,6 +150,7 @@ export class RunStore {
         .updateEntity(false)
         .execute();
       await manager.delete(RunLeaseEntity, { runUid });
+      await this.runEnded(manager, runUid, end);
       return { ...payload, sequence, kind, round, durationMs };
     });
   }

@@ -24,7 +24,7 @@ import { INTERNAL_ERROR_MESSAGE, runAgentLoop, type AgentLoopInput } from './eng
 import type { EndStep, RunDelta, RunStep } from './engine/run-step';
 import type { SkillInput } from './engine/skill-block';
 import { BoundedQueue } from './bounded-queue';
-import { RunStore } from './run-store';
+import { RunStore, type RunEndedHook } from './run-store';
 import type { ExternalToolSource, ToolInfo, ToolRegistry } from './tools/tool-registry';
 import { preciseNow, type RunObservation, type RunObserver } from '../operations/run-observer';
 import type { StoredStep, TraceBus } from './trace-bus';
@@ -76,6 +76,8 @@ export interface RunServiceOptions {
   externalTools?: ExternalToolSource;
   /** Metrics and traces: sees each stored step. Never awaited; its failures never touch a run. */
   observer?: RunObserver | null;
+  /** Writes what a finished run raises (webhook deliveries) in the transaction of its END. */
+  onRunEnded?: RunEndedHook;
 }
 
 interface ActiveRun {
@@ -112,7 +114,7 @@ export class RunService {
     private readonly logger: Logger,
     private readonly options: RunServiceOptions,
   ) {
-    this.store = new RunStore(dataSource);
+    this.store = new RunStore(dataSource, options.onRunEnded ?? null);
   }
 
   get toolRegistry(): ToolRegistry {

@@ -120,3 +120,18 @@ export function createOutboundFetch(options: OutboundFetchOptions): OutboundFetc
     },
   };
 }
+
+/**
+ * What a target's host name resolves to now, for a clear refusal when it is
+ * configured (`localhost`, a name pointing at a private network). Every
+ * connection is judged again (`guardedLookup`); a name that does not resolve
+ * yet passes here.
+ */
+export async function checkOutboundHost(url: URL, allowedHosts: readonly string[], resolve: Resolver = systemResolver): Promise<UrlCheck> {
+  const host = normaliseHost(url.hostname);
+  if (net.isIP(host) !== 0 || allowedHosts.includes(host)) return { ok: true, url };
+  const addresses = await new Promise<LookupAddress[]>((done) => resolve(host, (error, found) => done(error ? [] : found)));
+  const refused = addresses.find((entry) => !isPublicAddress(entry.address));
+  if (refused) return { ok: false, reason: `points at ${host}, which resolves to the non-public address ${refused.address}; list the host in WEBHOOK_ALLOWED_HOSTS to allow it` };
+  return { ok: true, url };
+}

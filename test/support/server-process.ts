@@ -14,6 +14,8 @@ export interface ServerProcess {
   origin: string;
   gql<T = Record<string, unknown>>(query: string, variables?: Record<string, unknown>, token?: string | null): Promise<GraphQLResponse<T>>;
   stop(): Promise<void>;
+  /** Ends the process at once (SIGKILL): no shutdown, as a crash. */
+  kill(): Promise<void>;
 }
 
 const root = path.resolve(__dirname, '../..');
@@ -70,12 +72,18 @@ export async function startServerProcess(database: TestDatabase, env: Record<str
     origin: new URL(url).origin,
     gql,
     async stop() {
-      if (child.exitCode !== null) return;
+      if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
       await exited;
       clearTimeout(timer);
+    },
+    async kill() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
     },
   };
 }

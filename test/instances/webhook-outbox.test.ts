@@ -1,0 +1,100 @@
+/**
+ * The webhook outbox across real server processes on one database: a
+ * delivery whose sender is killed mid-attempt is sent again, with the same
+ * delivery id and body, by the instance that runs next; and two instances
+ * sharing the outbox send each delivery once, under one id.
+ */
+import { createTestDatabase, testDialects, type TestDatabase } from '../support/databases';
+import { startServerProcess, type ServerProcess } from '../support/server-process';
+import { startWebhookReceiver, verifySignature, type WebhookReceiver } from '../support/webhook-receiver';
+
+jest.setTimeout(180_000);
+
+const SECRET = 'outbox-secret';
+// A short attempt timeout keeps the lease (2 × timeout + 5 s) short: a killed sender's delivery is taken over sooner.
+const ENV = { WEBHOOK_ALLOWED_HOSTS: '127.0.0.1', WEBHOOK_TIMEOUT_MS: '3000', WEBHOOK_RETRY_BASE_MS: '100', SQLITE_LOCK_WAIT_MS: '60000', SQLITE_BUSY_TIMEOUT_MS: '5000' };
+
+describe.each(testDialects)('the webhook outbox across instances (%s)', (dialect) => {
+  let database: TestDatabase;
+  let receiver: WebhookReceiver;
+  const processes: ServerProcess[] = [];
+
+  beforeAll(async () => {
+    database = await createTestDatabase(dialect);
+    receiver = await startWebhookReceiver();
+  });
+  afterAll(async () => {
+    await Promise.all(processes.map((server) => server.stop()));
+    await receiver?.close();
+    await database?.drop();
+  });
+
+  const start = async (env: Record<string, string> = {}) => {
+    const server = await startServerProcess(database, { ...ENV, ...env });
+    processes.push(server);
+    return server;
+  };
+  const createSnippet = async (server: ServerProcess, identifier: string) => {
+    const result = await server.gql('mutation($input: CreateSnippetInput!) { createSnippet(input: $input) { uid } }', { input: { identifier, name: identifier, snippet: 'Text.' } });
+    expect(result.errors).toBeUndefined();
+  };
+  const deliveries = async () => {
+    const rows = (await database.query('SELECT id, status, attempts FROM promptwire_webhook_delivery ORDER BY created_at')) as { id: string; status: string; attempts: number | string }[];
+    return rows.map((row) => ({ ...row, attempts: Number(row.attempts) }));
+  };
+
+  it('a delivery cut off by a killed instance is sent again by the next one, under the same id', async () => {
+    const first = await start();
+    const created = await first.gql<{ createWebhook: { id: string } }>('mutation($input: CreateWebhookInput!) { createWebhook(input: $input) { id } }', {
+      input: { url: receiver.url, events: ['prompt.changed'], secret: SECRET },
+    });
+    expect(created.errors).toBeUndefined();
+    // The first attempt never gets an answer: its sender dies while waiting.
+    receiver.answer = (_request, index) => (index === 0 ? 'hang' : 200);
+    await createSnippet(first, 'killed_mid_delivery');
+    const [cutOff] = await receiver.waitFor(1);
+    await first.kill();
+
+    await start({ RUN_MIGRATIONS: 'false' });
+    const [, again] = await receiver.waitFor(2);
+    expect(again!.delivery).toBe(cutOff!.delivery);
+    expect(again!.body).toBe(cutOff!.body);
+    expect(verifySignature(SECRET, again!)).toBe(true);
+    const stored = await waitUntil(async () => {
+      const rows = await deliveries();
+      return rows.length === 1 && rows[0]!.status === 'delivered' ? rows : null;
+    });
+    expect(stored[0]).toMatchObject({ id: cutOff!.delivery, status: 'delivered' });
+    expect(stored[0]!.attempts).toBeGreaterThanOrEqual(2);
+  });
+
+  it('two instances sharing the outbox send every delivery once, each under its own id', async () => {
+    receiver.answer = () => 200;
+    const before = receiver.received.length;
+    const [second] = processes.filter((server) => server !== processes[0]);
+    const third = await start({ RUN_MIGRATIONS: 'false' });
+    const writers = [second!, third];
+    await Promise.all(Array.from({ length: 12 }, (_, index) => createSnippet(writers[index % 2]!, `shared_outbox_${index}`)));
+    const requests = (await receiver.waitFor(before + 12)).slice(before);
+    await waitUntil(async () => (await deliveries()).every((row) => row.status === 'delivered'));
+    // Anything still in flight would arrive now.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const ids = receiver.received.slice(before).map((request) => request.delivery);
+    expect(ids).toHaveLength(12);
+    expect(new Set(ids).size).toBe(12);
+    expect(requests.every((request) => verifySignature(SECRET, request))).toBe(true);
+    const rows = await deliveries();
+    expect(rows).toHaveLength(13);
+    expect(rows.filter((row) => ids.includes(row.id)).every((row) => row.attempts === 1)).toBe(true);
+  });
+});
+
+async function waitUntil<T>(check: () => Promise<T | null | undefined | false>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error('condition not met within the time limit');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
