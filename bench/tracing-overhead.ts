@@ -2,7 +2,7 @@
  * What OpenTelemetry tracing costs, as ratios against the same service
  * without it, measured in the same run.
  *
- * Four servers run side by side in this process, each on its own database,
+ * Five servers run side by side in this process, each on its own database,
  * the same in everything but their OTEL_* variables:
  *   - baseline: no OTEL_* variables at all;
  *   - no endpoint: OTEL_SERVICE_NAME, a sampler and message capture set, but
@@ -12,11 +12,14 @@
  *   - sampled out: an endpoint, but OTEL_TRACES_SAMPLER=always_off: the SDK is
  *     loaded and asked for every span, none is recorded or sent;
  *   - exporting: OTEL_EXPORTER_OTLP_ENDPOINT pointing at a local OTLP/HTTP
- *     receiver in this process (protobuf, every span sampled, message content
- *     captured), so every span is built, batched, encoded and sent.
+ *     receiver in this process (protobuf, every span sampled), so every span
+ *     is built, batched, encoded and sent;
+ *   - exporting with content: the same with
+ *     OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true (every chat span
+ *     carries the messages sent, as JSON).
  *
  * The work is interleaved finely so that the machine's load (other processes
- * on a shared 2-core machine) falls on all four alike:
+ * on a shared 2-core machine) falls on all of them alike:
  *   - run: one run on each server in turn, BENCH_RUNS times: RunService.start
  *     → END published on the trace bus, ROUNDS rounds against a zero-latency
  *     scripted provider (4 × CONTEXT REQUEST LLM TOOL, CONTEXT REQUEST LLM,
@@ -51,7 +54,7 @@ import {
 const ROUNDS = 5;
 const WARMUP_RUNS = 10;
 
-type VariantName = 'baseline' | 'no endpoint' | 'sampled out' | 'exporting';
+type VariantName = 'baseline' | 'no endpoint' | 'sampled out' | 'exporting' | 'exporting with content';
 
 function script(): ScriptedReply[] {
   const replies: ScriptedReply[] = [];
@@ -90,6 +93,14 @@ export async function runTracingOverhead(): Promise<void> {
     'no endpoint': { OTEL_SERVICE_NAME: 'promptwire-bench', OTEL_TRACES_SAMPLER: 'always_on', OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true' },
     'sampled out': { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'always_off' },
     exporting: {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+      OTEL_SERVICE_NAME: 'promptwire-bench',
+      OTEL_TRACES_SAMPLER: 'always_on',
+      OTEL_BSP_SCHEDULE_DELAY: '200',
+      OTEL_BSP_MAX_QUEUE_SIZE: '65536',
+    },
+    'exporting with content': {
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
       OTEL_SERVICE_NAME: 'promptwire-bench',
