@@ -11,6 +11,7 @@ import { ProviderEntity } from '../providers/provider.entity';
 import { AgentRunEventEntity } from '../runs/agent-run-event.entity';
 import { AgentRunEntity } from '../runs/agent-run.entity';
 import { RunLeaseEntity } from '../runs/run-lease.entity';
+import { RunRequestEntity } from '../runs/run-request.entity';
 import { SkillEntity } from '../skills/skill.entity';
 import { PromptSnippetEntity } from '../snippets/snippet.entity';
 import { WebhookDeliveryEntity, WebhookEntity } from '../webhooks/webhook.entity';
@@ -30,6 +31,6 @@ export const typo3Entities = [
 ];
 
 /** The service's own tables (`promptwire_*`). */
-export const ownEntities = [ApiTokenEntity, ModelPriceEntity, RunLeaseEntity, PromptVersionEntity, McpCredentialEntity, WebhookEntity, WebhookDeliveryEntity];
+export const ownEntities = [ApiTokenEntity, ModelPriceEntity, RunLeaseEntity, RunRequestEntity, PromptVersionEntity, McpCredentialEntity, WebhookEntity, WebhookDeliveryEntity];
 
 export const allEntities = [...typo3Entities, ...ownEntities];

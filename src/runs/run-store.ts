@@ -7,11 +7,15 @@ import { unixNow } from '../shared/time';
 import { AgentRunEventEntity } from './agent-run-event.entity';
 import { AgentRunEntity } from './agent-run.entity';
 import { RunLeaseEntity } from './run-lease.entity';
-import type { EndStep, RunStep } from './engine/run-step';
+import { RunRequestEntity } from './run-request.entity';
+import type { ApprovalStep, EndStep, RequestedToolCall, RunStep } from './engine/run-step';
+import { OPEN_RUN_STATES } from './engine/run-machine';
 import type { StoredStep } from './trace-bus';
 import { storedCost, storedInt } from './engine/usage-limits';
 
-export type RunStatus = 'QUEUED' | 'RUNNING' | 'COMPLETED' | 'FAILED' | 'CANCELLED';
+export type { RunState as RunStatus } from './engine/run-machine';
+
+const OPEN = [...OPEN_RUN_STATES];
 
 export function toStoredStep(row: AgentRunEventEntity): StoredStep {
   let payload: Record<string, unknown> = {};
@@ -74,7 +78,7 @@ export class RunStore {
    * transaction, so no other instance can see the run without an owner and
    * declare it interrupted.
    */
-  async createRun(run: { uuid: string; configurationUid: number; configurationIdentifier: string }, leaseHolder?: string): Promise<AgentRunEntity> {
+  async createRun(run: { uuid: string; configurationUid: number; configurationIdentifier: string }, leaseHolder?: string, request?: string): Promise<AgentRunEntity> {
     const now = unixNow();
     return this.dataSource.transaction(async (manager) => {
       const repository = manager.getRepository(AgentRunEntity);
@@ -97,6 +101,9 @@ export class RunStore {
       if (leaseHolder) {
         await manager.createQueryBuilder().insert().into(RunLeaseEntity).values({ runUid: row.uid, instanceId: leaseHolder, heartbeatAt: now }).updateEntity(false).execute();
       }
+      if (request !== undefined) {
+        await manager.createQueryBuilder().insert().into(RunRequestEntity).values({ runUid: row.uid, request, requeueCount: 0 }).updateEntity(false).execute();
+      }
       return row;
     });
   }
@@ -114,7 +121,14 @@ export class RunStore {
     const { kind, round, durationMs, ...payload } = step;
     const event = { run: runUid, sequence, kind, round, durationMs: Math.round(durationMs * 100) / 100, payload: JSON.stringify(payload), crdate: unixNow() };
     // updateEntity(false): TypeORM would otherwise read every inserted row back (a SELECT per step on SQLite).
-    if (kind !== 'end') {
+    if (kind === 'approval' && (step as ApprovalStep).pendingToolCalls) {
+      // The run waits for a person, holding nothing: status and step together, and no lease.
+      await this.dataSource.transaction(async (manager) => {
+        await manager.createQueryBuilder().insert().into(AgentRunEventEntity).values(event).updateEntity(false).execute();
+        await manager.update(AgentRunEntity, { uid: runUid }, { status: 'WAITING_FOR_APPROVAL', tstamp: unixNow() });
+        await manager.delete(RunLeaseEntity, { runUid });
+      });
+    } else if (kind !== 'end') {
       await this.dataSource.createQueryBuilder().insert().into(AgentRunEventEntity).values(event).updateEntity(false).execute();
     } else {
       await this.dataSource.transaction(async (manager) => {
@@ -139,7 +153,7 @@ export class RunStore {
         .createQueryBuilder()
         .update(AgentRunEntity)
         .set(runRowFromEnd(end))
-        .where('uid = :runUid AND status IN (:...open)', { runUid, open: ['QUEUED', 'RUNNING'] })
+        .where('uid = :runUid AND status IN (:...open)', { runUid, open: OPEN })
         .execute();
       if (!result.affected) return null;
       await manager
@@ -153,6 +167,73 @@ export class RunStore {
       await this.runEnded(manager, runUid, end);
       return { ...payload, sequence, kind, round, durationMs };
     });
+  }
+
+  /**
+   * Stores the decisions on a waiting run's calls and takes the run back up,
+   * in one transaction: only a run still WAITING_FOR_APPROVAL changes (two
+   * people deciding at once: the second gets null), and the deciding
+   * instance holds its lease from then on.
+   */
+  async resumeWithDecisions(runUid: number, sequence: number, step: ApprovalStep, instanceId: string): Promise<StoredStep | null> {
+    const { kind, round, durationMs, ...payload } = step;
+    return this.dataSource.transaction(async (manager) => {
+      const now = unixNow();
+      const result = await manager
+        .createQueryBuilder()
+        .update(AgentRunEntity)
+        .set({ status: 'RUNNING', tstamp: now })
+        .where('uid = :runUid AND status = :waiting', { runUid, waiting: 'WAITING_FOR_APPROVAL' })
+        .execute();
+      if (!result.affected) return null;
+      await manager
+        .createQueryBuilder()
+        .insert()
+        .into(AgentRunEventEntity)
+        .values({ run: runUid, sequence, kind, round, durationMs, payload: JSON.stringify(payload), crdate: now })
+        .updateEntity(false)
+        .execute();
+      await manager.delete(RunLeaseEntity, { runUid });
+      await manager.createQueryBuilder().insert().into(RunLeaseEntity).values({ runUid, instanceId, heartbeatAt: now }).updateEntity(false).execute();
+      return { ...payload, sequence, kind, round, durationMs };
+    });
+  }
+
+  /** What a run was started with; null for runs stored before requests were kept, or by other programs. */
+  async findRequest(runUid: number): Promise<string | null> {
+    const row = await this.dataSource.getRepository(RunRequestEntity).findOne({ where: { runUid } });
+    return row?.request ?? null;
+  }
+
+  /**
+   * Claims an orphaned run for `instanceId`: its lease is missing or older
+   * than `staleSeconds`. Race-free with any number of instances: the stale
+   * lease is deleted and a new one inserted in one transaction; the run's
+   * uid is the lease's primary key, so of two claimers one insert fails.
+   */
+  async claimOrphan(runUid: number, instanceId: string, staleSeconds: number): Promise<boolean> {
+    try {
+      return await this.dataSource.transaction(async (manager) => {
+        const now = unixNow();
+        await manager
+          .createQueryBuilder()
+          .delete()
+          .from(RunLeaseEntity)
+          .where('run_uid = :runUid AND heartbeat_at < :cutoff', { runUid, cutoff: now - staleSeconds })
+          .execute();
+        await manager.createQueryBuilder().insert().into(RunLeaseEntity).values({ runUid, instanceId, heartbeatAt: now }).updateEntity(false).execute();
+        const open = await manager
+          .createQueryBuilder(AgentRunEntity, 'r')
+          .where('r.uid = :runUid AND r.status IN (:...statuses)', { runUid, statuses: ['QUEUED', 'RUNNING'] })
+          .getCount();
+        if (open === 0) throw new ClaimLost();
+        await manager.increment(RunRequestEntity, { runUid }, 'requeueCount', 1);
+        return true;
+      });
+    } catch {
+      // Another instance holds a live lease (the insert collided), or the run ended meanwhile.
+      return false;
+    }
   }
 
   /**
@@ -224,6 +305,19 @@ export class RunStore {
     return result;
   }
 
+  /** The calls of a waiting run: those of its last APPROVAL step that asked for decisions. */
+  async pendingToolCalls(runUid: number): Promise<RequestedToolCall[]> {
+    const row = await this.dataSource
+      .getRepository(AgentRunEventEntity)
+      .createQueryBuilder('e')
+      .where('e.run = :runUid AND e.kind = :kind', { runUid, kind: 'approval' })
+      .orderBy('e.sequence', 'DESC')
+      .limit(1)
+      .getOne();
+    const step = row ? toStoredStep(row) : null;
+    return Array.isArray(step?.pendingToolCalls) ? (step.pendingToolCalls as RequestedToolCall[]) : [];
+  }
+
   async lastSequence(runUid: number): Promise<number> {
     const row = await this.dataSource
       .getRepository(AgentRunEventEntity)
@@ -235,6 +329,8 @@ export class RunStore {
   }
 
 }
+
+class ClaimLost extends Error {}
 
 function runRowFromEnd(step: EndStep): Partial<AgentRunEntity> {
   const now = unixNow();

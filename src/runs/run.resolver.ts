@@ -7,7 +7,7 @@ import { JSONScalar } from '../graphql/scalars';
 import { redactSecretsInJson } from '../providers/adapters/errors';
 import { SubscriberLaggedError, UnauthenticatedError } from '../shared/errors';
 import type { RunDelta as EngineDelta } from './engine/run-step';
-import { AgentRun, RunDelta, RunStep, StartRunInput, ToolInfo, toAgentRun, toRunStep } from './run.types';
+import { AgentRun, RunDelta, RunStep, StartRunInput, ToolDecisionInput, ToolInfo, toAgentRun, toRunStep } from './run.types';
 import type { StoredStep } from './trace-bus';
 
 interface TraceArgs {
@@ -79,6 +79,20 @@ export class RunResolver {
   @Mutation(() => AgentRun, { description: 'Aborts the in-flight call or tool; the run ends CANCELLED with an END step.' })
   async cancelRun(@Ctx() { services }: GraphQLContext, @Arg('id', () => ID) id: string): Promise<AgentRun> {
     return toAgentRun(await services.runs.cancel(id));
+  }
+
+  @Authorized(Role.EDITOR)
+  @Mutation(() => AgentRun, {
+    description:
+      'Decides every pending tool call of a run waiting for approval, at once. Approved calls run; a denied one gets the result `Error: tool "<name>" was denied by the operator.` and the run goes on. A run that is not waiting: CONFLICT.',
+  })
+  async resolveToolApproval(
+    @Ctx() { services, caller }: GraphQLContext,
+    @Arg('runId', () => ID) runId: string,
+    @Arg('decisions', () => [ToolDecisionInput]) decisions: ToolDecisionInput[],
+  ): Promise<AgentRun> {
+    if (!caller) throw new UnauthenticatedError('Authentication required');
+    return toAgentRun(await services.runs.resolveToolApproval(runId, decisions, caller));
   }
 
   @Subscription(() => RunStep, {

@@ -4,46 +4,28 @@
  * then live, without gap or duplicate.
  */
 import crypto from 'node:crypto';
-import { Role, roleAtLeast, type Caller } from '../auth/roles';
-import type { ConfigurationEntity } from '../configurations/configuration.entity';
-import { callOptionsOf, effectiveSystemPromptOf, type ConfigurationService } from '../configurations/configuration.service';
+import type { Caller } from '../auth/roles';
+import type { ConfigurationService } from '../configurations/configuration.service';
 import { checkPage } from '../db/record-rules';
 import type { Logger } from '../logger';
-import { createChatAdapter } from '../providers/adapters/registry';
-import type { CallOptions, ChatAdapter } from '../providers/adapters/types';
-import type { ModelEntity } from '../providers/model.entity';
+import type { ChatAdapter } from '../providers/adapters/types';
 import type { ModelService } from '../providers/model.service';
 import type { ProviderService } from '../providers/provider.service';
-import { BadUserInputError, ForbiddenError, NotFoundError, SubscriberLaggedError } from '../shared/errors';
+import { BadUserInputError, ConflictError, NotFoundError, SubscriberLaggedError } from '../shared/errors';
 import type { SkillService } from '../skills/skill.service';
-import type { SkillEntity } from '../skills/skill.entity';
-import { ActiveSnippetIndex } from '../snippets/snippet.service';
 import type { SnippetService } from '../snippets/snippet.service';
 import type { AgentRunEntity } from './agent-run.entity';
-import { INTERNAL_ERROR_MESSAGE, runAgentLoop, type AgentLoopInput } from './engine/agent-loop';
-import type { EndStep, RunDelta, RunStep } from './engine/run-step';
-import type { SkillInput } from './engine/skill-block';
+import { INTERNAL_ERROR_MESSAGE, clampMaxRounds, driveRun, type AgentLoopInput } from './engine/agent-loop';
+import { isOpenRunState, rebuildProgress } from './engine/run-machine';
+import type { ApprovalStep, EndStep, RequestedToolCall, RunDelta, RunStep } from './engine/run-step';
 import { BoundedQueue } from './bounded-queue';
+import { RunPreparer, type PreparedRun, type StartRunRequest, type StoredRunRequest } from './run-preparer';
 import { RunStore, type RunEndedHook } from './run-store';
 import type { ExternalToolSource, ToolInfo, ToolRegistry } from './tools/tool-registry';
 import { preciseNow, type RunObservation, type RunObserver } from '../operations/run-observer';
 import type { StoredStep, TraceBus } from './trace-bus';
 
-export interface StartRunRequest {
-  configuration: string;
-  prompt: string;
-  tools?: string[] | null;
-  forcedSnippets?: string[] | null;
-  forcedSkills?: string[] | null;
-  systemPrompt?: string | null;
-  maxRounds?: number | null;
-  maxTokens?: number | null;
-  temperature?: number | null;
-  captureRaw?: boolean | null;
-  dryRun?: boolean | null;
-  /** Stream model output and publish deltas to `runDeltas` watchers. */
-  stream?: boolean | null;
-}
+export type { StartRunRequest } from './run-preparer';
 
 /** A run as the API shows it: the row, plus what lives in its END step. */
 export interface RunView {
@@ -51,6 +33,15 @@ export interface RunView {
   dryRun: boolean;
   finalContent: string | null;
   error: string | null;
+  /** The calls waiting for a decision; [] unless the run waits for approval. */
+  pendingToolCalls: RequestedToolCall[];
+}
+
+/** One decision of `resolveToolApproval`. */
+export interface ToolDecisionRequest {
+  toolCallId: string;
+  approve: boolean;
+  reason?: string | null;
 }
 
 export interface RunServiceOptions {
@@ -98,23 +89,25 @@ export const UNSTORABLE_RESULT_MESSAGE = 'The run ended, but its result could no
 
 export class RunService {
   readonly store: RunStore;
+  private readonly preparer: RunPreparer;
   readonly instanceId = crypto.randomUUID();
   private readonly active = new Map<string, ActiveRun>();
   private heartbeatTimer: NodeJS.Timeout | null = null;
 
   constructor(
     dataSource: ConstructorParameters<typeof RunStore>[0],
-    private readonly configurations: ConfigurationService,
-    private readonly models: ModelService,
-    private readonly providers: ProviderService,
-    private readonly snippets: SnippetService,
-    private readonly skills: SkillService,
+    configurations: ConfigurationService,
+    models: ModelService,
+    providers: ProviderService,
+    snippets: SnippetService,
+    skills: SkillService,
     private readonly tools: ToolRegistry,
     private readonly bus: TraceBus,
     private readonly logger: Logger,
     private readonly options: RunServiceOptions,
   ) {
     this.store = new RunStore(dataSource, options.onRunEnded ?? null);
+    this.preparer = new RunPreparer(configurations, models, providers, snippets, skills, tools, logger, options);
   }
 
   get toolRegistry(): ToolRegistry {
@@ -129,108 +122,58 @@ export class RunService {
   }
 
   /**
-   * Validates everything, stores the run as QUEUED, and starts the loop without waiting for it.
+   * Validates everything, stores the run as QUEUED with its request, and starts driving it without waiting.
    * `origin.trace` is the starting request's trace span (opaque), for the run's trace.
    */
   async start(request: StartRunRequest, caller: Caller, origin: { trace?: unknown } = {}): Promise<RunView> {
-    const captureRaw = request.captureRaw === true;
-    if (captureRaw && !roleAtLeast(caller.role, Role.ADMIN)) {
-      throw new ForbiddenError('Raw capture keeps provider responses verbatim; only an ADMIN may ask for it', 'captureRaw');
-    }
-    const prompt = request.prompt ?? '';
-    if (prompt.trim() === '') throw new BadUserInputError('prompt is required', 'prompt');
-    if (Buffer.byteLength(prompt, 'utf8') > 1_000_000) throw new BadUserInputError('prompt must be at most 1 MB', 'prompt');
-    if (request.maxTokens != null && (!Number.isInteger(request.maxTokens) || request.maxTokens < 0)) {
-      throw new BadUserInputError('maxTokens must be a whole number ≥ 0', 'maxTokens');
-    }
-    if (request.temperature != null && (!Number.isFinite(request.temperature) || request.temperature < 0 || request.temperature > 2)) {
-      throw new BadUserInputError('temperature must be between 0 and 2', 'temperature');
-    }
-    if (request.maxRounds != null && !Number.isInteger(request.maxRounds)) throw new BadUserInputError('maxRounds must be a whole number (it is clamped to 1..20)', 'maxRounds');
-    // External tools are only read (and only reach their servers) for a run that names one.
-    const tools = request.tools?.some((name) => !this.tools.has(name)) && this.options.externalTools ? this.tools.withExternal(await this.options.externalTools.toolsForRun()) : this.tools;
-    if (request.tools) {
-      const unknown = tools.unknownNames(request.tools);
-      if (unknown.length > 0) {
-        throw new BadUserInputError(`Unknown tool(s): ${unknown.join(', ')}. The tools query lists what exists.`, 'tools');
-      }
-    }
+    this.preparer.checkRequest(request, caller);
+    const prepared = await this.preparer.prepare(request, true);
+    const stored: StoredRunRequest = { request: normalisedRequest(request), startedBy: caller.name };
+    const row = await this.store.createRun(
+      { uuid: crypto.randomUUID(), configurationUid: prepared.configuration.uid, configurationIdentifier: prepared.configuration.identifier },
+      this.instanceId,
+      JSON.stringify(stored),
+    );
+    this.drive(row, prepared, null, origin.trace ?? null);
+    this.logger.info({ runId: row.uuid, configuration: prepared.configuration.identifier, dryRun: prepared.dryRun, by: caller.name }, 'run started');
+    return { row, dryRun: prepared.dryRun, finalContent: null, error: null, pendingToolCalls: [] };
+  }
 
-    const configuration = await this.configurations.findByIdentifier(request.configuration ?? '');
-    if (!configuration) throw new NotFoundError(`No configuration with identifier "${request.configuration}"`, 'configuration');
-    const forcedSnippets = request.forcedSnippets?.length ? await this.snippets.findManyByIdentifiers(request.forcedSnippets) : [];
-    const forcedSkills: SkillEntity[] = [];
-    for (const identifier of request.forcedSkills ?? []) {
-      const skill = await this.skills.findByIdentifier(identifier);
-      if (!skill) throw new NotFoundError(`No skill with identifier "${identifier}"`, 'forcedSkills');
-      forcedSkills.push(skill);
-    }
-    const dryRun = request.dryRun === true;
-    const model = configuration.modelUid ? (await this.models.findByUids([configuration.modelUid]))[0] ?? null : null;
-    if (!model && !dryRun) throw new BadUserInputError(`Configuration "${configuration.identifier}" has no model; set one with updateConfiguration`, 'configuration');
-    const provider = model ? (await this.providers.findByUids([model.providerUid]))[0] ?? null : null;
-    if (model && !provider && !dryRun) throw new BadUserInputError(`The model "${model.identifier}" has no provider; fix it with updateModel`, 'configuration');
-    if (provider && !provider.isActive && !dryRun) throw new BadUserInputError(`The provider "${provider.identifier}" is inactive`, 'configuration');
-
-    const [activeSnippets, skillMap, prices] = await Promise.all([
-      this.snippets.allActive().then((rows) => new ActiveSnippetIndex(rows)),
-      this.configurations.skillsByConfiguration([configuration.uid]),
-      model ? this.models.pricesFor(model) : Promise.resolve(null),
-    ]);
-
-    const overrides: Record<string, unknown> = {};
-    if (request.maxTokens != null) overrides.max_tokens = request.maxTokens;
-    if (request.temperature != null) overrides.temperature = request.temperature;
-    const callOptions = callOptionsFor(configuration, model, activeSnippets, overrides);
-
-    const row = await this.store.createRun({ uuid: crypto.randomUUID(), configurationUid: configuration.uid, configurationIdentifier: configuration.identifier }, this.instanceId);
+  /**
+   * Drives a run in this process until it ends or waits for a person:
+   * `resume` null starts it; otherwise it goes on from those stored steps.
+   */
+  private drive(row: AgentRunEntity, prepared: PreparedRun, resume: { steps: StoredStep[]; afterCrash: boolean } | null, requestTrace: unknown = null): void {
     const controller = new AbortController();
-    const settings = provider ? this.providers.settingsFor(provider) : null;
-    const adapter: ChatAdapter = settings ? (this.options.adapterFactory ?? ((s) => createChatAdapter(s, { logger: this.logger, ...(this.options.providerMaxResponseBytes ? { maxResponseBytes: this.options.providerMaxResponseBytes } : {}) })))(settings) : unusableAdapter;
-
-    const loopInput: AgentLoopInput = {
-      adapter,
-      model: { contextLength: model?.contextLength ?? 0, maxOutputTokens: model?.maxOutputTokens ?? 0, prices: prices && (prices.costInput > 0 || prices.costOutput > 0 || prices.costCacheRead != null || prices.costCacheWrite != null || prices.costReasoning != null) ? prices : null },
-      callOptions,
-      systemPrompt: effectiveSystemPromptOf(configuration, activeSnippets, request.systemPrompt),
-      forcedSnippets: forcedSnippets.map((s) => ({ identifier: s.identifier, name: s.name, snippet: s.snippet })),
-      configurationSkills: (skillMap.get(configuration.uid) ?? []).map(toSkillInput),
-      forcedSkills: forcedSkills.map(toSkillInput),
-      prompt,
-      tools: { registry: tools, allowList: request.tools ?? undefined },
-      maxRounds: request.maxRounds ?? undefined,
-      captureRaw,
-      dryRun,
-      signal: controller.signal,
-      // Streaming is the default: watchers see output as it is written.
-      stream: request.stream !== false,
-    };
-
     // cancelRun may arrive at another instance; it asks over the bus.
     const stopListening = this.bus.subscribe(row.uuid, (message) => {
       if (message.type === 'cancel') controller.abort();
     });
     const observation = this.options.observer?.runStarted({
       runId: row.uuid,
-      configuration: configuration.identifier,
-      providerType: provider && !dryRun ? provider.adapterType : null,
-      model: dryRun ? null : callOptions.model || null,
-      dryRun,
-      requestTrace: origin.trace ?? null,
+      configuration: prepared.configuration.identifier,
+      providerType: prepared.providerType,
+      model: prepared.dryRun ? null : prepared.loopInput.callOptions.model || null,
+      dryRun: prepared.dryRun,
+      requestTrace,
     });
-    const done = this.execute(row, loopInput, observation).finally(() => {
+    const input: AgentLoopInput = {
+      ...prepared.loopInput,
+      signal: controller.signal,
+      ...(resume ? { resume: { steps: resume.steps as unknown as RunStep[], afterCrash: resume.afterCrash } } : {}),
+    };
+    const lastSequence = resume ? (resume.steps[resume.steps.length - 1]?.sequence ?? 0) : 0;
+    const done = this.execute(row, input, lastSequence, observation).finally(() => {
       stopListening();
       this.active.delete(row.uuid);
     });
-    this.active.set(row.uuid, { uid: row.uid, controller, dryRun, done });
-    this.logger.info({ runId: row.uuid, configuration: configuration.identifier, dryRun, by: caller.name }, 'run started');
-    return { row, dryRun, finalContent: null, error: null };
+    this.active.set(row.uuid, { uid: row.uid, controller, dryRun: prepared.dryRun, done });
   }
 
-  private async execute(row: AgentRunEntity, input: AgentLoopInput, observation?: RunObservation): Promise<void> {
+  private async execute(row: AgentRunEntity, input: AgentLoopInput, lastSequence: number, observation?: RunObservation): Promise<void> {
     // Let startRun answer before the first step is written.
     await new Promise((resolve) => setImmediate(resolve));
-    let sequence = 0;
+    let sequence = lastSequence;
     const recordStep = async (step: RunStep): Promise<void> => {
       // Persist, then publish: a watcher that arrives late reads what it missed from the table.
       // The sequence number advances only once the step is stored, so a failed write leaves no gap.
@@ -242,13 +185,17 @@ export class RunService {
       observation?.step(stored as unknown as RunStep, handedOverAt);
     };
     try {
-      await this.withStoreRetries(row, 'mark the run running', () => this.store.markRunning(row.uid));
-      const outcome = await runAgentLoop(input, {
+      if (input.resume === undefined) await this.withStoreRetries(row, 'mark the run running', () => this.store.markRunning(row.uid));
+      const outcome = await driveRun(input, {
         recordStep,
         onDelta: (delta: RunDelta) => this.bus.publish(row.uuid, { type: 'delta', delta }),
         logger: { warn: (obj, msg) => this.logger.warn({ runId: row.uuid, ...obj }, msg), error: (obj, msg) => this.logger.error({ runId: row.uuid, ...obj }, msg) },
       });
-      this.logger.info({ runId: row.uuid, status: outcome.status, reason: outcome.terminationReason, tokens: outcome.totalTokens }, 'run finished');
+      if (outcome.status === 'WAITING_FOR_APPROVAL') {
+        this.logger.info({ runId: row.uuid, pending: outcome.pendingToolCalls.map((call) => call.name) }, 'run waits for approval');
+      } else {
+        this.logger.info({ runId: row.uuid, status: outcome.status, reason: outcome.terminationReason, tokens: outcome.totalTokens }, 'run finished');
+      }
     } catch (error) {
       // The loop records its own END; this is only reached when marking the run failed.
       this.logger.error({ err: error, runId: row.uuid }, 'run failed outside the loop');
@@ -257,6 +204,73 @@ export class RunService {
       );
     } finally {
       observation?.finish();
+    }
+  }
+
+  /**
+   * Decides every pending call of a waiting run at once, stores the
+   * decisions as an APPROVAL step and drives the run on in this process.
+   */
+  async resolveToolApproval(uuid: string, decisions: readonly ToolDecisionRequest[], caller: Caller): Promise<RunView> {
+    const row = await this.store.findRun(uuid);
+    if (!row) throw new NotFoundError(`No run with id "${uuid}"`, 'runId');
+    if (row.status !== 'WAITING_FOR_APPROVAL') throw new ConflictError(`The run is ${row.status}, not waiting for approval`, 'runId');
+    const steps = await this.store.stepsAfter(row.uid, 0);
+    const stored = await this.storedRequest(row);
+    if (!stored) throw new ConflictError('The run cannot go on: what it was started with is not stored', 'runId');
+    const progress = rebuildProgress(steps as unknown as RunStep[], { maxRounds: clampMaxRounds(stored.request.maxRounds) });
+    const pending = progress.openTurn?.approval?.decisions === null ? progress.openTurn.approval.pending : [];
+    if (pending.length === 0) throw new ConflictError('The run has no pending tool calls', 'runId');
+    const byId = new Map<string, ToolDecisionRequest>();
+    for (const decision of decisions) {
+      if (!pending.some((call) => call.id === decision.toolCallId)) throw new BadUserInputError(`No pending tool call "${decision.toolCallId}" in this run`, 'decisions');
+      if (byId.has(decision.toolCallId)) throw new BadUserInputError(`Tool call "${decision.toolCallId}" is decided twice`, 'decisions');
+      if (decision.reason != null && decision.reason.length > 1000) throw new BadUserInputError('A reason is at most 1000 characters', 'decisions');
+      byId.set(decision.toolCallId, decision);
+    }
+    const undecided = pending.filter((call) => !byId.has(call.id));
+    if (undecided.length > 0) throw new BadUserInputError(`Every pending call must be decided at once; missing: ${undecided.map((call) => call.id).join(', ')}`, 'decisions');
+
+    const step: ApprovalStep = {
+      kind: 'approval',
+      round: progress.round,
+      durationMs: 0,
+      decisions: pending.map((call) => {
+        const decision = byId.get(call.id)!;
+        return { toolCallId: call.id, approved: decision.approve, reason: decision.reason ?? null, decidedBy: caller.name };
+      }),
+    };
+    const last = steps[steps.length - 1]?.sequence ?? 0;
+    const decided = await this.store.resumeWithDecisions(row.uid, last + 1, step, this.instanceId);
+    if (!decided) throw new ConflictError('The run is no longer waiting for approval (decided or cancelled meanwhile)', 'runId');
+    this.bus.publish(row.uuid, { type: 'step', step: decided });
+    this.logger.info({ runId: row.uuid, by: caller.name, approved: step.decisions!.filter((d) => d.approved).length, denied: step.decisions!.filter((d) => !d.approved).length }, 'tool calls decided');
+    const current = (await this.store.findRun(uuid)) ?? row;
+    await this.goOn(current, stored, [...steps, decided], false);
+    return this.view(current);
+  }
+
+  /** Prepares a run again from its stored request and drives it on from `steps`; a run that cannot be prepared any more ends FAILED. */
+  private async goOn(row: AgentRunEntity, stored: StoredRunRequest, steps: StoredStep[], afterCrash: boolean): Promise<void> {
+    let prepared: PreparedRun;
+    try {
+      prepared = await this.preparer.prepare(stored.request, false);
+    } catch (error) {
+      const message = error instanceof Error && 'extensions' in error ? error.message : INTERNAL_ERROR_MESSAGE;
+      this.logger.warn({ runId: row.uuid, errorClass: className(error) }, 'a run could not be prepared to go on');
+      await this.closeOutsideLoop(row, steps[steps.length - 1]?.sequence ?? 0, 'FAILED', 'error', message);
+      return;
+    }
+    this.drive(row, prepared, { steps, afterCrash });
+  }
+
+  private async storedRequest(row: AgentRunEntity): Promise<StoredRunRequest | null> {
+    const text = await this.store.findRequest(row.uid);
+    if (text === null) return null;
+    try {
+      return JSON.parse(text) as StoredRunRequest;
+    } catch {
+      return null;
     }
   }
 
@@ -324,6 +338,9 @@ export class RunService {
     if (active) {
       active.controller.abort();
       await active.done;
+    } else if (row.status === 'WAITING_FOR_APPROVAL') {
+      // Nobody executes a waiting run: close it here.
+      await this.closeOrphan(row, 'CANCELLED', 'cancelled', null);
     } else if (row.status === 'QUEUED' || row.status === 'RUNNING') {
       await this.cancelElsewhere(row);
     }
@@ -364,7 +381,11 @@ export class RunService {
       for (;;) {
         if (ended) return;
         const current = await this.store.findRun(row.uuid);
-        if (!current || (current.status !== 'QUEUED' && current.status !== 'RUNNING')) return;
+        if (!current || !isOpenRunState(current.status)) return;
+        if (current.status === 'WAITING_FOR_APPROVAL') {
+          await this.closeOrphan(current, 'CANCELLED', 'cancelled', null);
+          return;
+        }
         if (!(await this.store.hasLiveLease(row.uid, this.leaseSeconds)) || Date.now() > deadline) {
           await this.closeOrphan(current, 'CANCELLED', 'cancelled', null);
           return;
@@ -411,20 +432,37 @@ export class RunService {
   }
 
   /**
-   * A run left RUNNING or QUEUED by a process that died — no lease, or a lease
-   * its owner stopped renewing — is FAILED, reason `interrupted`, with an END step.
+   * Runs left RUNNING or QUEUED by an instance that died — no lease, or a
+   * lease its owner stopped renewing — are claimed by this instance and go
+   * on from their last stored step (a provider call in flight is made
+   * again; a tool call that may have been running ends the run
+   * `interrupted` unless the tool is idempotent). A run whose request is
+   * not stored (written by an older version or another program) cannot go
+   * on: it is FAILED, reason `interrupted`, with an END step. Returns how
+   * many runs were taken over or closed.
    */
   async recoverInterrupted(): Promise<number> {
     const rows = await this.store.orphanedRuns(this.leaseSeconds);
-    let closed = 0;
+    let handled = 0;
     for (const row of rows) {
       if (this.active.has(row.uuid)) continue;
-      if (await this.closeOrphan(row, 'FAILED', 'interrupted', 'The server stopped while this run was in progress.')) {
-        closed += 1;
-        this.logger.warn({ runId: row.uuid }, 'marked an interrupted run as failed');
+      const stored = await this.storedRequest(row);
+      if (stored === null) {
+        if (await this.closeOrphan(row, 'FAILED', 'interrupted', 'The server stopped while this run was in progress.')) {
+          handled += 1;
+          this.logger.warn({ runId: row.uuid }, 'marked an interrupted run as failed');
+        }
+        continue;
       }
+      if (!(await this.store.claimOrphan(row.uid, this.instanceId, this.leaseSeconds))) continue;
+      const current = await this.store.findRun(row.uuid);
+      if (!current || (current.status !== 'QUEUED' && current.status !== 'RUNNING')) continue;
+      if (current.status === 'QUEUED') await this.store.markRunning(current.uid);
+      handled += 1;
+      this.logger.warn({ runId: row.uuid }, 'took over a run whose instance stopped');
+      await this.goOn(current, stored, await this.store.stepsAfter(current.uid, 0), true);
     }
-    return closed;
+    return handled;
   }
 
   /**
@@ -579,16 +617,18 @@ export class RunService {
   }
 
   view(row: AgentRunEntity): Promise<RunView> {
-    return this.store.endStepsOf([row.uid]).then((ends) => this.viewWith(row, ends.get(row.uid) ?? null));
+    const pending = row.status === 'WAITING_FOR_APPROVAL' ? this.store.pendingToolCalls(row.uid) : Promise.resolve([]);
+    return Promise.all([this.store.endStepsOf([row.uid]), pending]).then(([ends, calls]) => this.viewWith(row, ends.get(row.uid) ?? null, calls));
   }
 
-  private viewWith(row: AgentRunEntity, end: StoredStep | null): RunView {
+  private viewWith(row: AgentRunEntity, end: StoredStep | null, pending?: RequestedToolCall[]): RunView {
     const active = this.active.get(row.uuid);
     return {
       row,
       dryRun: active?.dryRun ?? end?.dryRun === true,
       finalContent: typeof end?.finalContent === 'string' ? end.finalContent : null,
       error: typeof end?.error === 'string' ? end.error : null,
+      pendingToolCalls: pending ?? [],
     };
   }
 
@@ -660,7 +700,7 @@ interface TraceWatcher {
 const RECHECK = Symbol('recheck');
 
 function isOpen(status: string): boolean {
-  return status === 'QUEUED' || status === 'RUNNING';
+  return isOpenRunState(status);
 }
 
 function lagged(lastSequence: number): SubscriberLaggedError {
@@ -670,30 +710,14 @@ function lagged(lastSequence: number): SubscriberLaggedError {
   );
 }
 
-function toSkillInput(skill: SkillEntity): SkillInput {
-  return { identifier: skill.identifier, name: skill.name, body: skill.body, bodyChecksum: skill.bodyChecksum, enabled: skill.enabled, orphaned: skill.orphaned };
+/** The request as stored: only what a run needs to be prepared again. */
+function normalisedRequest(request: StartRunRequest): StartRunRequest {
+  const copy: StartRunRequest = { configuration: request.configuration, prompt: request.prompt };
+  for (const key of ['tools', 'forcedSnippets', 'forcedSkills', 'systemPrompt', 'maxRounds', 'maxTokens', 'temperature', 'captureRaw', 'dryRun', 'stream', 'approvalRequired', 'maxTotalTokens', 'maxCost'] as const) {
+    if (request[key] !== undefined && request[key] !== null) (copy as unknown as Record<string, unknown>)[key] = request[key];
+  }
+  return copy;
 }
-
-/** behaviour.md §5 without the system prompt, which the loop sends as message 0. */
-function callOptionsFor(
-  configuration: ConfigurationEntity,
-  model: ModelEntity | null,
-  activeSnippets: ActiveSnippetIndex,
-  overrides: Record<string, unknown>,
-): CallOptions {
-  const { system_prompt: _systemPrompt, ...options } = callOptionsOf(configuration, model, activeSnippets, overrides);
-  return { ...options, model: typeof options.model === 'string' ? options.model : (model?.modelId ?? '') };
-}
-
-/** Used only for a dry run of a configuration without a model: the loop never calls it. */
-const unusableAdapter: ChatAdapter = {
-  adapterType: 'custom',
-  chat: () => Promise.reject(new Error('no model configured')),
-  // eslint-disable-next-line require-yield
-  stream: async function* () {
-    throw new Error('no model configured');
-  },
-};
 
 function className(error: unknown): string {
   return error instanceof Error ? error.constructor.name || error.name : typeof error;

@@ -11,6 +11,7 @@ import { storedInt } from './engine/usage-limits';
 export enum RunStatus {
   QUEUED = 'QUEUED',
   RUNNING = 'RUNNING',
+  WAITING_FOR_APPROVAL = 'WAITING_FOR_APPROVAL',
   COMPLETED = 'COMPLETED',
   FAILED = 'FAILED',
   CANCELLED = 'CANCELLED',
@@ -22,6 +23,7 @@ export enum RunStepKind {
   CONTEXT = 'CONTEXT',
   REQUEST = 'REQUEST',
   LLM = 'LLM',
+  APPROVAL = 'APPROVAL',
   TOOL = 'TOOL',
   END = 'END',
 }
@@ -32,6 +34,21 @@ export class ToolCall {
   @Field() id!: string;
   @Field() name!: string;
   @Field(() => JSONScalar) arguments!: unknown;
+}
+
+@ObjectType({ simpleResolvers: true, description: 'A person\'s decision on one pending tool call.' })
+export class ToolDecision {
+  @Field() toolCallId!: string;
+  @Field() approved!: boolean;
+  @Field(() => String, { nullable: true }) reason!: string | null;
+  @Field(() => String, { nullable: true, description: 'The name of the API token that decided.' }) decidedBy!: string | null;
+}
+
+@InputType()
+export class ToolDecisionInput {
+  @Field() toolCallId!: string;
+  @Field() approve!: boolean;
+  @Field(() => String, { nullable: true, description: 'At most 1000 characters.' }) reason?: string | null;
 }
 
 @ObjectType({ simpleResolvers: true, description: 'A message as sent to the model (OpenAI-shaped).' })
@@ -65,6 +82,10 @@ export class RunStep {
   @Field(() => [String], { nullable: true, description: 'Settings the provider ignored.' }) warnings!: string[] | null;
   /** The stored provider body; exposed as `raw` by RunStepResolver (ADMIN only, redacted). */
   storedRaw!: unknown;
+  @Extensions(EMBEDDED_LIST)
+  @Field(() => [ToolCall], { nullable: true, description: 'APPROVAL steps that asked for decisions: the calls waiting for them.' }) pendingToolCalls!: ToolCall[] | null;
+  @Extensions(EMBEDDED_LIST)
+  @Field(() => [ToolDecision], { nullable: true, description: 'APPROVAL steps that resumed the run: the decisions.' }) decisions!: ToolDecision[] | null;
   @Field(() => String, { nullable: true }) toolCallId!: string | null;
   @Field(() => String, { nullable: true }) toolName!: string | null;
   @Field(() => JSONScalar, { nullable: true }) toolArguments!: unknown;
@@ -98,6 +119,11 @@ function parseArguments(text: string): unknown {
   } catch {
     return text;
   }
+}
+
+/** A stored call as the API shows it (the stored raw text and provider state stay inside). */
+function publicToolCall(call: ToolCall): ToolCall {
+  return { id: call.id, name: call.name, arguments: call.arguments };
 }
 
 const str = (value: unknown): string | null => (typeof value === 'string' ? value : null);
@@ -137,7 +163,9 @@ function mapRunStep(step: StoredStep): RunStep {
     completionTokens: count(step.completionTokens),
     totalTokens: count(step.totalTokens),
     estimatedCost: num(step.estimatedCost),
-    requestedToolCalls: calls,
+    requestedToolCalls: calls?.map(publicToolCall) ?? null,
+    pendingToolCalls: Array.isArray(step.pendingToolCalls) ? (step.pendingToolCalls as ToolCall[]).map(publicToolCall) : null,
+    decisions: Array.isArray(step.decisions) ? (step.decisions as ToolDecision[]) : null,
     warnings: Array.isArray(step.warnings) ? (step.warnings as string[]) : null,
     storedRaw: step.raw ?? null,
     toolCallId: str(step.toolCallId),
@@ -168,6 +196,8 @@ export class AgentRun {
   @Field(() => Int) totalTokens!: number;
   @Field(() => Float, { nullable: true, description: 'US dollars; null when the model is unpriced.' }) estimatedCost!: number | null;
   @Field(() => String, { nullable: true }) error!: string | null;
+  @Extensions(EMBEDDED_LIST)
+  @Field(() => [ToolCall], { description: 'The calls waiting for a decision (resolveToolApproval); [] otherwise.' }) pendingToolCalls!: ToolCall[];
   @Field(() => DateTimeScalar, { nullable: true }) startedAt!: Date | null;
   @Field(() => DateTimeScalar, { nullable: true }) finishedAt!: Date | null;
   @Field(() => DateTimeScalar) createdAt!: Date;
@@ -192,6 +222,7 @@ export function toAgentRun(view: RunView): AgentRun {
     totalTokens: storedInt(Number(row.totalTokens)),
     estimatedCost: row.estimatedCost === null ? null : Number(row.estimatedCost),
     error: view.error,
+    pendingToolCalls: view.pendingToolCalls.map((call) => publicToolCall(call as ToolCall)),
     startedAt: row.startedAt ? fromUnix(row.startedAt) : null,
     finishedAt: row.finishedAt ? fromUnix(row.finishedAt) : null,
     createdAt: fromUnix(row.crdate),
@@ -213,6 +244,7 @@ export class ToolInfo {
   @Field() description!: string;
   @Field(() => JSONScalar, { description: 'JSON schema of the arguments.' }) parameters!: Record<string, unknown>;
   @Field() enabledByDefault!: boolean;
+  @Field({ description: 'Each call waits for a person\'s approval (resolveToolApproval).' }) requiresApproval!: boolean;
 }
 
 /** Each forced snippet or skill is looked up and sent on every call: a run names a handful, never thousands. */
@@ -238,4 +270,10 @@ export class StartRunInput {
   @Field(() => Boolean, { nullable: true, defaultValue: false, description: 'Keep raw provider responses on LLM steps (ADMIN only).' }) captureRaw?: boolean | null;
   @Field(() => Boolean, { nullable: true, defaultValue: false, description: 'Assemble and record the messages; call no provider.' }) dryRun?: boolean | null;
   @Field(() => Boolean, { nullable: true, defaultValue: true, description: 'Stream model output and publish it on runDeltas.' }) stream?: boolean | null;
+  @IsOptional()
+  @ArrayMaxSize(MAX_FORCED_ITEMS)
+  @Field(() => [String], { nullable: true, description: 'Tools whose calls wait for a person\'s approval in this run (besides those that always do).' })
+  approvalRequired?: string[] | null;
+  @Field(() => Int, { nullable: true, description: 'Budget: the run ends budget_exhausted before a call that would take its tokens beyond this.' }) maxTotalTokens?: number | null;
+  @Field(() => Float, { nullable: true, description: 'Budget in US dollars, same rule.' }) maxCost?: number | null;
 }

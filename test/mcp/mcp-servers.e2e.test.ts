@@ -57,8 +57,9 @@ describe.each(testDialects)('MCP servers on %s', (dialect) => {
     return (await t.ok<{ importMcpTools: ServerView }>(`mutation($uid: Int!) { importMcpTools(uid: $uid) { ${SERVER_FIELDS} } }`, { uid })).importMcpTools;
   }
 
+  /** An enabled, imported server; its tools run without approval unless the test asks for it. */
   async function importedServer(input: Record<string, unknown> = {}): Promise<ServerView> {
-    const server = await createServer(input);
+    const server = await createServer({ requiresApproval: false, ...input });
     return importTools(server.uid);
   }
 
@@ -185,6 +186,25 @@ describe.each(testDialects)('MCP servers on %s', (dialect) => {
     expect(offered.map((tool) => tool.function.name)).toEqual([name]);
     const after = await t.ok<{ mcpServers: ServerView[] }>(`{ mcpServers { ${SERVER_FIELDS} } }`);
     expect(after.mcpServers.find((entry) => entry.uid === server.uid)?.lastContact).not.toBeNull();
+  });
+
+  it('a tool of a server that requires approval (nr_llm\'s default) waits for a person; approved, it is called', async () => {
+    const server = await importedServer({ requiresApproval: true });
+    const name = `mcp_${server.identifier}_echo`;
+    const tools = await t.ok<{ tools: { name: string; requiresApproval: boolean }[] }>('{ tools { name requiresApproval } }');
+    expect(tools.tools.find((tool) => tool.name === name)?.requiresApproval).toBe(true);
+    const setup = await kit.setup({ contextLength: 200_000 });
+    setup.provider.script({ toolCalls: [{ id: 'call_echo', name, arguments: { text: 'approved text' } }], usage: { prompt: 1, completion: 1 } }, { text: 'done', usage: { prompt: 1, completion: 1 } });
+    const callsBefore = mcp.calls.length;
+    const started = await kit.startRun({ configuration: setup.configuration, prompt: 'go', tools: [name] });
+    const waiting = await kit.waitForRun(started.id, 20_000);
+    expect(waiting.status).toBe('WAITING_FOR_APPROVAL');
+    expect(mcp.calls.length).toBe(callsBefore);
+    await t.ok('mutation($id: ID!) { resolveToolApproval(runId: $id, decisions: [{ toolCallId: "call_echo", approve: true }]) { id } }', { id: started.id });
+    let run = await kit.run(started.id);
+    for (const deadline = Date.now() + 20_000; run.status !== 'COMPLETED' && Date.now() < deadline; run = await kit.run(started.id)) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(run.status).toBe('COMPLETED');
+    expect(run.steps.filter((step) => step.kind === 'TOOL').map((step) => step.toolResult)).toEqual(['approved text']);
   });
 
   it('checks the arguments against the schema before calling, and never calls a disabled server\'s tool', async () => {

@@ -230,7 +230,7 @@ export function expectWellFormedTrace(steps: readonly { sequence: number; kind: 
     previousRound = step.round;
     rounds[rounds.length - 1] += `${step.kind} `;
   }
-  for (const kinds of rounds) expect(kinds.trim()).toMatch(/^CONTEXT REQUEST(?: LLM(?: TOOL)*)?$/);
+  for (const kinds of rounds) expect(kinds.trim()).toMatch(/^CONTEXT(?: REQUEST(?: LLM(?: APPROVAL)*(?: TOOL)*)?)?$/);
   const distinctRounds = [...new Set(body.map((s) => s.round))];
   expect(distinctRounds).toEqual(distinctRounds.map((_, i) => i + 1));
 }

@@ -15,9 +15,11 @@ export type RunStatus =
   | 'COMPLETED'
   | 'FAILED'
   | 'QUEUED'
-  | 'RUNNING';
+  | 'RUNNING'
+  | 'WAITING_FOR_APPROVAL';
 
 export type RunStepKind =
+  | 'APPROVAL'
   | 'ASSEMBLED'
   | 'CONTEXT'
   | 'END'
@@ -26,6 +28,8 @@ export type RunStepKind =
   | 'TOOL';
 
 export type StartRunInput = {
+  /** Tools whose calls wait for a person's approval in this run (besides those that always do). */
+  approvalRequired?: Array<string> | null | undefined;
   /** Keep raw provider responses on LLM steps (ADMIN only). */
   captureRaw?: boolean | null | undefined;
   /** Configuration identifier. */
@@ -36,9 +40,13 @@ export type StartRunInput = {
   forcedSkills?: Array<string> | null | undefined;
   /** Snippet identifiers sent as extra leading system messages (at most 100). */
   forcedSnippets?: Array<string> | null | undefined;
+  /** Budget in US dollars, same rule. */
+  maxCost?: number | null | undefined;
   /** Default 5, clamped to 1..20. */
   maxRounds?: number | null | undefined;
   maxTokens?: number | null | undefined;
+  /** Budget: the run ends budget_exhausted before a call that would take its tokens beyond this. */
+  maxTotalTokens?: number | null | undefined;
   prompt: string;
   /** Stream model output and publish it on runDeltas. */
   stream?: boolean | null | undefined;

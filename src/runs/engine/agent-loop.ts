@@ -26,24 +26,23 @@ import type {
   ChatResult,
   ToolCall,
   ToolDefinition,
-  Usage,
 } from '../../providers/adapters/types';
 import { estimateCost, type ModelPrices } from '../../providers/cost';
 import { composeSnippets } from '../../snippets/snippet-composer';
 import { lowerCaseAscii, trimWhitespace } from '../../snippets/tag-rules';
 import { ToolInputError, toToolDefinition, type ToolRegistration, type ToolRegistry } from '../tools/tool-registry';
-import { INITIAL_CALIBRATION, contextBudget, fitContext, nextCalibration, type ContextBudget } from './context-window';
+import { contextBudget, estimateTokens, fitContext, type ContextBudget } from './context-window';
 import type {
   EndStep,
   LoopOutcome,
   RequestedToolCall,
   RunDelta,
-  RunOutcomeStatus,
   RunStep,
   TerminationReason,
 } from './run-step';
 import { SKILL_BLOCK_MAX_BYTES, buildSkillBlock, injectSkillBlock, type SkillBlock, type SkillInput } from './skill-block';
 import { boundToolResult } from './tool-result';
+import { applyStep, budgetWouldBeExceeded, contextDoesNotFit, endStatusOf, initialProgress, nextAction, rebuildProgress, refusal, transcriptToolCall, type RunBudget, type RunProgress, type RunRules, type StepDetails } from './run-machine';
 import { sanitizeUsage } from './usage-limits';
 
 export const DEFAULT_MAX_ROUNDS = 5;
@@ -117,7 +116,25 @@ export interface AgentLoopInput {
   signal?: AbortSignal;
   /** Call `adapter.stream` and forward deltas to `hooks.onDelta`, instead of `adapter.chat`. */
   stream?: boolean;
+  /** Tools that need a person's approval in this run, besides those that declare it themselves. */
+  approvalRequired?: readonly string[];
+  /** Token and cost limits checked before every model call. */
+  budget?: Partial<RunBudget>;
+  /**
+   * Go on from these stored steps instead of starting afresh: after a person
+   * decided the pending calls, or after taking the run over from an
+   * instance that died (`afterCrash`).
+   */
+  resume?: { steps: readonly RunStep[]; afterCrash: boolean };
 }
+
+/** A run that stopped to wait for a person: its APPROVAL step is recorded, no END. */
+export interface SuspendedRun {
+  status: 'WAITING_FOR_APPROVAL';
+  pendingToolCalls: RequestedToolCall[];
+}
+
+export type LoopResult = LoopOutcome | SuspendedRun;
 
 /** The part of a pino logger the loop uses. */
 export interface AgentLoopLogger {
@@ -285,31 +302,34 @@ function parseToolArguments(raw: string): ParsedArguments {
 }
 
 function requestedToolCall(call: ToolCall): RequestedToolCall {
-  const parsed = parseToolArguments(call.function.arguments);
-  return { id: call.id, name: call.function.name, arguments: parsed.ok ? parsed.value : parsed.raw };
+  const text = call.function.arguments;
+  const parsed = parseToolArguments(text);
+  const requested: RequestedToolCall = { id: call.id, name: call.function.name, arguments: parsed.ok ? parsed.value : parsed.raw };
+  // Stored only when needed, so a run rebuilt from its steps sends the model exactly what it sent before.
+  const reencoded = parsed.ok ? (text.trim() === '' ? '{}' : JSON.stringify(parsed.value)) : parsed.raw;
+  if (parsed.ok && reencoded !== text && text.trim() !== '') requested.rawArguments = text;
+  // A JSON string would be read back as raw text: keep what was sent.
+  if (parsed.ok && typeof parsed.value === 'string') requested.rawArguments = text;
+  if (call.providerReplay !== undefined) requested.providerReplay = call.providerReplay;
+  return requested;
 }
 
-function addUsage(total: Usage, usage: Usage): void {
-  total.promptTokens += usage.promptTokens;
-  total.completionTokens += usage.completionTokens;
-  total.totalTokens = total.promptTokens + total.completionTokens;
-  if (usage.cachedInputTokens !== undefined) {
-    total.cachedInputTokens = (total.cachedInputTokens ?? 0) + usage.cachedInputTokens;
-  }
-  if (usage.cacheWriteTokens !== undefined) {
-    total.cacheWriteTokens = (total.cacheWriteTokens ?? 0) + usage.cacheWriteTokens;
-  }
-  if (usage.reasoningTokens !== undefined) {
-    total.reasoningTokens = (total.reasoningTokens ?? 0) + usage.reasoningTokens;
+/** The budget's next-call check stopped the run before the model was called. */
+class BudgetExhausted extends Error {
+  constructor() {
+    super('The next call would go beyond the run\'s budget.');
+    this.name = 'BudgetExhausted';
   }
 }
 
+/**
+ * The driver: asks the state machine (`run-machine.ts`) for the next action,
+ * performs it, records the step it produced (persist, then publish) and folds
+ * that step into the run's progress, until the machine says to end or to
+ * wait for a person.
+ */
 class AgentLoopRun {
-  private transcript: ChatMessage[] = [];
-  private round = 0;
-  private iterations = 0;
-  private calibration = INITIAL_CALIBRATION;
-  private readonly usage: Usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+  private progress: RunProgress = initialProgress();
   private readonly signal: AbortSignal;
   private readonly maxRounds: number;
   private readonly offered: ToolRegistration[];
@@ -317,6 +337,7 @@ class AgentLoopRun {
   private readonly definitions: ToolDefinition[];
   private readonly callOptions: CallOptions;
   private readonly budget: ContextBudget;
+  private readonly rules: RunRules;
 
   constructor(
     private readonly input: AgentLoopInput,
@@ -339,16 +360,26 @@ class AgentLoopRun {
       callMaxTokens: input.callOptions.max_tokens,
       modelMaxOutputTokens: input.model.maxOutputTokens,
     });
+    const approvalRequired = new Set(input.approvalRequired ?? []);
+    const registry = input.tools.registry;
+    this.rules = {
+      maxRounds: this.maxRounds,
+      offersTools: this.offered.length > 0,
+      needsApproval: (name) => this.offeredNames.has(name) && (approvalRequired.has(name) || registry.get(name)?.requiresApproval === true),
+      isIdempotent: (name) => registry.get(name)?.idempotent === true,
+      budget: { maxTotalTokens: input.budget?.maxTotalTokens ?? null, maxCost: input.budget?.maxCost ?? null },
+    };
   }
 
-  async execute(): Promise<LoopOutcome> {
-    let outcome: LoopOutcome;
+  async execute(): Promise<LoopResult> {
+    let outcome: LoopOutcome | SuspendedRun;
     try {
       outcome = await this.run();
     } catch (error) {
       outcome = this.outcomeOfError(error);
     }
-    const end: EndStep = { kind: 'end', round: this.round, durationMs: 0, ...outcome };
+    if (outcome.status === 'WAITING_FOR_APPROVAL') return outcome;
+    const end: EndStep = { kind: 'end', round: this.progress.round, durationMs: 0, ...outcome };
     try {
       await this.hooks.recordStep(end);
     } catch (error) {
@@ -357,82 +388,91 @@ class AgentLoopRun {
     return outcome;
   }
 
-  private async run(): Promise<LoopOutcome> {
+  private async run(): Promise<LoopOutcome | SuspendedRun> {
     this.throwIfCancelled();
-    const unknown = this.input.tools.registry.unknownNames(this.input.tools.allowList);
-    if (unknown.length > 0) {
-      this.hooks.logger.warn({ tools: unknown }, 'The tool allow-list names unknown tools; they are ignored');
-    }
-
-    const assembled = assembleRunMessages(this.input);
-    this.logSkillIssues(assembled);
-    this.transcript = assembled.messages;
-
-    if (this.input.dryRun === true) {
-      await this.record({ kind: 'assembled', round: 0, durationMs: 0, messagesSent: snapshot(this.transcript) });
-      return this.outcome('COMPLETED', 'dry_run');
-    }
-
-    if (this.offered.length === 0) {
-      // No tools offered at all: one plain call.
-      this.round = 1;
-      const result = await this.callModel([]);
-      this.iterations = 1;
-      return this.outcome('COMPLETED', 'completed', { finalContent: result.content });
-    }
-
-    for (let round = 1; round <= this.maxRounds; round += 1) {
-      this.round = round;
-      const result = await this.callModel(this.definitions);
-      this.iterations = round;
-      if (result.toolCalls.length === 0) {
-        return this.outcome('COMPLETED', 'completed', { finalContent: result.content });
-      }
-      this.appendAssistantTurn(result);
-      for (const call of result.toolCalls) {
-        await this.executeToolCall(call);
+    const resume = this.input.resume;
+    if (resume !== undefined) {
+      this.progress = rebuildProgress(resume.steps, this.rules, (messages, toolsOffered) =>
+        estimateTokens(messages, this.definitions.filter((definition) => toolsOffered.includes(definition.name))),
+      );
+    } else {
+      const unknown = this.input.tools.registry.unknownNames(this.input.tools.allowList);
+      if (unknown.length > 0) {
+        this.hooks.logger.warn({ tools: unknown }, 'The tool allow-list names unknown tools; they are ignored');
       }
     }
 
-    // The rounds are used up and the model still asks for tools: one last
-    // call with none offered gives the answer.
-    this.round = this.maxRounds + 1;
-    const synthesis = await this.callModel([]);
-    return this.outcome('COMPLETED', 'max_iterations', { truncated: true, finalContent: synthesis.content });
+    if (this.progress.transcript === null) {
+      const assembled = assembleRunMessages(this.input);
+      this.logSkillIssues(assembled);
+      if (this.input.dryRun === true) {
+        await this.record({ kind: 'assembled', round: 0, durationMs: 0, messagesSent: snapshot(assembled.messages) });
+        return this.outcome('dry_run');
+      }
+      this.progress.transcript = assembled.messages;
+    }
+
+    let afterCrash = resume?.afterCrash === true;
+    for (;;) {
+      this.throwIfCancelled();
+      const action = nextAction(this.progress, this.rules, afterCrash);
+      switch (action.kind) {
+        case 'call_model':
+          await this.callModel(action.round, action.withTools ? this.definitions : []);
+          break;
+        case 'run_tool':
+          await this.executeToolCall(action.call, action.refusal, action.afterApproval);
+          break;
+        case 'ask_approval':
+          await this.record({ kind: 'approval', round: this.progress.round, durationMs: 0, pendingToolCalls: action.calls });
+          return { status: 'WAITING_FOR_APPROVAL', pendingToolCalls: action.calls };
+        case 'wait_for_approval':
+          return { status: 'WAITING_FOR_APPROVAL', pendingToolCalls: action.calls };
+        case 'end':
+          return this.outcome(action.reason, { truncated: action.truncated, finalContent: action.finalContent ?? undefined });
+      }
+      // Only the first action after a takeover can meet a call the dead instance was running.
+      afterCrash = false;
+    }
   }
 
-  /** Fit the context, record `context` and `request`, call the model, record `llm`. */
-  private async callModel(tools: ToolDefinition[]): Promise<ChatResult> {
+  /** Fit the context, record `context`, check the budget, record `request`, call the model, record `llm`. */
+  private async callModel(round: number, tools: ToolDefinition[]): Promise<ChatResult> {
     this.throwIfCancelled();
-    const round = this.round;
-    const fit = fitContext(this.transcript, tools, this.budget.budget, this.calibration);
-    await this.record({
-      kind: 'context',
-      round,
-      durationMs: 0,
-      contextBudget: {
-        ...this.budget,
-        estimate: fit.estimate,
-        droppedTurns: fit.droppedTurns,
-        calibration: this.calibration,
-        fits: fit.fits,
-      },
-    });
-    if (!fit.fits) {
+    const transcript = this.progress.transcript ?? [];
+    const calibration = this.progress.calibration;
+    const fit = fitContext(transcript, tools, this.budget.budget, calibration);
+    const context = {
+      ...this.budget,
+      estimate: fit.estimate,
+      droppedTurns: fit.droppedTurns,
+      calibration,
+      fits: fit.fits,
+    };
+    await this.record({ kind: 'context', round, durationMs: 0, contextBudget: context });
+    if (contextDoesNotFit(context)) {
       this.hooks.logger.warn(
         { round, estimate: fit.estimate, budget: this.budget.budget },
         'The transcript does not fit the context window; the model is not called',
       );
       throw new ContextTruncated();
     }
+    const prices = this.input.model.prices;
+    const costPerPromptToken = prices === null ? null : estimateCost({ promptTokens: 1_000_000, completionTokens: 0, totalTokens: 1_000_000 }, prices);
+    if (budgetWouldBeExceeded(this.progress, this.rules.budget, { promptEstimate: fit.estimate, costPerPromptToken: costPerPromptToken === null ? null : costPerPromptToken / 1_000_000 })) {
+      throw new BudgetExhausted();
+    }
 
-    await this.record({
-      kind: 'request',
-      round,
-      durationMs: 0,
-      messagesSent: snapshot(fit.messages),
-      toolsOffered: tools.map((tool) => tool.name),
-    });
+    await this.record(
+      {
+        kind: 'request',
+        round,
+        durationMs: 0,
+        messagesSent: snapshot(fit.messages),
+        toolsOffered: tools.map((tool) => tool.name),
+      },
+      { rawEstimate: fit.rawEstimate },
+    );
 
     const request: ChatRequest = { messages: snapshot(fit.messages), options: { ...this.callOptions }, signal: this.signal };
     if (tools.length > 0) {
@@ -453,25 +493,25 @@ class AgentLoopRun {
 
     // The provider's counts are untrusted: clamped before they are added, stored or priced.
     const usage = sanitizeUsage(result.usage);
-    addUsage(this.usage, usage);
-    this.calibration = nextCalibration(this.calibration, usage.promptTokens, fit.rawEstimate);
-    const prices = this.input.model.prices;
-    await this.record({
-      kind: 'llm',
-      round,
-      durationMs,
-      content: result.content,
-      thinking: result.thinking,
-      finishReason: result.finishReason,
-      rawFinishReason: result.rawFinishReason,
-      promptTokens: usage.promptTokens,
-      completionTokens: usage.completionTokens,
-      totalTokens: usage.totalTokens,
-      estimatedCost: prices === null ? null : estimateCost(usage, prices),
-      requestedToolCalls: result.toolCalls.map(requestedToolCall),
-      ...(result.warnings.length > 0 ? { warnings: [...result.warnings] } : {}),
-      ...(this.input.captureRaw === true && result.raw !== undefined ? { raw: result.raw } : {}),
-    });
+    await this.record(
+      {
+        kind: 'llm',
+        round,
+        durationMs,
+        content: result.content,
+        thinking: result.thinking,
+        finishReason: result.finishReason,
+        rawFinishReason: result.rawFinishReason,
+        promptTokens: usage.promptTokens,
+        completionTokens: usage.completionTokens,
+        totalTokens: usage.totalTokens,
+        estimatedCost: prices === null ? null : estimateCost(usage, prices),
+        requestedToolCalls: result.toolCalls.map(requestedToolCall),
+        ...(result.warnings.length > 0 ? { warnings: [...result.warnings] } : {}),
+        ...(this.input.captureRaw === true && result.raw !== undefined ? { raw: result.raw } : {}),
+      },
+      { usage },
+    );
     return result;
   }
 
@@ -517,35 +557,24 @@ class AgentLoopRun {
     }
   }
 
-  /** The assistant turn as it goes back to the model: content and tool calls, empty arguments as `{}`. */
-  private appendAssistantTurn(result: ChatResult): void {
-    this.transcript.push({
-      role: 'assistant',
-      content: result.content === '' ? null : result.content,
-      tool_calls: result.toolCalls.map((call) => ({
-        id: call.id,
-        type: 'function',
-        function: {
-          name: call.function.name,
-          arguments: call.function.arguments.trim() === '' ? '{}' : call.function.arguments,
-        },
-        // Provider state the next round must send back (Gemini thought signatures, Anthropic signed thinking).
-        ...(call.providerReplay !== undefined ? { providerReplay: call.providerReplay } : {}),
-      })),
-    });
-  }
-
-  private async executeToolCall(call: ToolCall): Promise<void> {
+  /** Runs one call of the open turn (or answers it with `refusal`), then records its `tool` step. */
+  private async executeToolCall(call: RequestedToolCall, refused: string | null, afterApproval: boolean): Promise<void> {
     this.throwIfCancelled();
-    const name = call.function.name;
-    const parsed = parseToolArguments(call.function.arguments);
+    const name = call.name;
+    const text = transcriptArguments(call);
+    const parsed = parseToolArguments(text);
     const registry = this.input.tools.registry;
     const tool = registry.get(name);
     let result: string;
     let isError = true;
     let durationMs = 0;
 
-    if (tool === undefined) {
+    if (refused !== null) {
+      result = refused;
+    } else if (afterApproval && (tool === undefined || !this.offeredNames.has(name))) {
+      // Disabled or dropped from the allow-list while the run waited.
+      result = refusal.noLongerPermitted(name);
+    } else if (tool === undefined) {
       result = `Error: unknown tool "${name}"`;
     } else if (!this.offeredNames.has(name)) {
       result = `Error: tool "${name}" not permitted`;
@@ -577,22 +606,22 @@ class AgentLoopRun {
       }
     }
 
-    const bounded = boundToolResult(result);
-    this.transcript.push({ role: 'tool', tool_call_id: call.id, content: bounded });
     await this.record({
       kind: 'tool',
-      round: this.round,
+      round: this.progress.round,
       durationMs,
       toolCallId: call.id,
       toolName: name,
       toolArguments: parsed.ok ? parsed.value : parsed.raw,
-      toolResult: bounded,
+      toolResult: boundToolResult(result),
       toolIsError: isError,
     });
   }
 
-  private async record(step: RunStep): Promise<void> {
+  /** Records a step (persist, then publish) and folds it into the progress. */
+  private async record(step: RunStep, details: StepDetails = {}): Promise<void> {
     await this.hooks.recordStep(step);
+    applyStep(this.progress, step, this.rules, details);
     this.throwIfCancelled();
   }
 
@@ -623,44 +652,44 @@ class AgentLoopRun {
 
   private outcomeOfError(error: unknown): LoopOutcome {
     if (error instanceof RunCancelled || this.signal.aborted) {
-      return this.outcome('CANCELLED', 'cancelled');
+      return this.outcome('cancelled');
     }
     if (error instanceof ContextTruncated) {
-      return this.outcome('COMPLETED', 'context_truncated', { truncated: true });
+      return this.outcome('context_truncated', { truncated: true });
+    }
+    if (error instanceof BudgetExhausted) {
+      return this.outcome('budget_exhausted');
     }
     if (error instanceof ProviderFailure) {
       const failure = error.failure;
       this.hooks.logger.warn(
-        { round: this.round, errorClass: className(failure), error: errorMessage(failure) },
+        { round: this.progress.round, errorClass: className(failure), error: errorMessage(failure) },
         'A provider call failed; the run stops',
       );
-      return this.outcome('FAILED', 'provider_failed', {
-        error: errorMessage(failure),
-        errorClass: className(failure),
-      });
+      return this.outcome('provider_failed', { error: errorMessage(failure), errorClass: className(failure) });
     }
-    this.hooks.logger.error({ round: this.round, err: error }, 'The agent loop failed');
-    return this.outcome('FAILED', 'error', { error: INTERNAL_ERROR_MESSAGE, errorClass: className(error) });
+    this.hooks.logger.error({ round: this.progress.round, err: error }, 'The agent loop failed');
+    return this.outcome('error', { error: INTERNAL_ERROR_MESSAGE, errorClass: className(error) });
   }
 
   private outcome(
-    status: RunOutcomeStatus,
     terminationReason: TerminationReason,
     details: { truncated?: boolean; finalContent?: string; error?: string; errorClass?: string } = {},
   ): LoopOutcome {
     const prices = this.input.model.prices;
+    const usage = this.progress.usage;
     return {
-      status,
+      status: endStatusOf(terminationReason),
       terminationReason,
-      iterations: this.iterations,
+      iterations: this.progress.iterations,
       truncated: details.truncated ?? false,
       finalContent: details.finalContent ?? null,
-      promptTokens: this.usage.promptTokens,
-      completionTokens: this.usage.completionTokens,
-      totalTokens: this.usage.promptTokens + this.usage.completionTokens,
+      promptTokens: usage.promptTokens,
+      completionTokens: usage.completionTokens,
+      totalTokens: usage.promptTokens + usage.completionTokens,
       // Cost is linear in tokens, so pricing the summed usage equals summing
       // per-call costs, without the float drift of adding many small numbers.
-      estimatedCost: prices === null ? null : estimateCost(this.usage, prices),
+      estimatedCost: prices === null ? null : estimateCost(usage, prices),
       error: details.error ?? null,
       errorClass: details.errorClass ?? null,
       dryRun: this.input.dryRun === true,
@@ -668,12 +697,27 @@ class AgentLoopRun {
   }
 }
 
+/** The arguments text of a stored call, as it went back to the model. */
+function transcriptArguments(call: RequestedToolCall): string {
+  return transcriptToolCall(call).function.arguments;
+}
+
 /**
- * Runs the agent loop for one run and resolves with its outcome. A run's
- * failures (provider errors, cancellation, a step that cannot be recorded)
- * do not reject: they end the run (FAILED / CANCELLED) and are in the outcome
- * and the `end` step.
+ * Drives one run until it ends or waits for a person, and resolves with the
+ * outcome (or the calls it waits on). A run's failures (provider errors,
+ * cancellation, a step that cannot be recorded) do not reject: they end the
+ * run (FAILED / CANCELLED) and are in the outcome and the `end` step.
  */
-export function runAgentLoop(input: AgentLoopInput, hooks: AgentLoopHooks): Promise<LoopOutcome> {
+export function driveRun(input: AgentLoopInput, hooks: AgentLoopHooks): Promise<LoopResult> {
   return new AgentLoopRun(input, hooks).execute();
+}
+
+/**
+ * Runs the agent loop of a run that needs no approval and resolves with its
+ * outcome (see `driveRun`).
+ */
+export async function runAgentLoop(input: AgentLoopInput, hooks: AgentLoopHooks): Promise<LoopOutcome> {
+  const result = await driveRun(input, hooks);
+  if (result.status === 'WAITING_FOR_APPROVAL') throw new Error('The run waits for approval; use driveRun for runs that may.');
+  return result;
 }

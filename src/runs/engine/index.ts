@@ -4,3 +4,4 @@ export * from './context-window';
 export * from './run-step';
 export * from './skill-block';
 export * from './tool-result';
+export * from './run-machine';

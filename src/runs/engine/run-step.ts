@@ -8,31 +8,14 @@
  */
 
 import type { ChatMessage, FinishReason } from '../../providers/adapters/types';
+import type { TerminationReason } from './run-machine';
 
-export type RunStepKind = 'assembled' | 'context' | 'request' | 'llm' | 'tool' | 'end';
+export type { TerminationReason } from './run-machine';
+
+export type RunStepKind = 'assembled' | 'context' | 'request' | 'llm' | 'approval' | 'tool' | 'end';
 
 export type RunOutcomeStatus = 'COMPLETED' | 'FAILED' | 'CANCELLED';
 
-/**
- * Why a run ended:
- * - `completed`: the model answered without asking for tools;
- * - `max_iterations`: the rounds ran out while the model still asked for
- *   tools; a last call without tools gave the answer (truncated);
- * - `context_truncated`: the transcript did not fit the window even after
- *   dropping turns; the model was not called (truncated);
- * - `cancelled`: the run's signal fired;
- * - `provider_failed`: a provider call failed;
- * - `dry_run`: the messages were assembled and not sent;
- * - `error`: anything else went wrong inside the service (e.g. recording a step).
- */
-export type TerminationReason =
-  | 'completed'
-  | 'max_iterations'
-  | 'context_truncated'
-  | 'cancelled'
-  | 'provider_failed'
-  | 'dry_run'
-  | 'error';
 
 interface StepBase {
   /** 0 for steps before the first round; the synthesis call after the cap has round `maxRounds + 1`. */
@@ -80,6 +63,29 @@ export interface RequestedToolCall {
   name: string;
   /** The parsed arguments; the raw string when it is not valid JSON; `{}` when empty. */
   arguments: unknown;
+  /** The arguments exactly as the model sent them, when re-encoding `arguments` would not give the same text. */
+  rawArguments?: string;
+  /** Adapter state that must go back with the call (see `ToolCall.providerReplay`). */
+  providerReplay?: string;
+}
+
+/** A person's decision on one pending tool call. */
+export interface ApprovalDecision {
+  toolCallId: string;
+  approved: boolean;
+  reason: string | null;
+  /** The name of the API token that decided; null for a timeout. */
+  decidedBy: string | null;
+}
+
+/**
+ * A turn's tool calls waiting for a person (`pendingToolCalls`: the run then
+ * waits in WAITING_FOR_APPROVAL), or the decisions taken on them (`decisions`).
+ */
+export interface ApprovalStep extends StepBase {
+  kind: 'approval';
+  pendingToolCalls?: RequestedToolCall[];
+  decisions?: ApprovalDecision[];
 }
 
 export interface LlmStep extends StepBase {
@@ -140,7 +146,7 @@ export interface EndStep extends StepBase, LoopOutcome {
   kind: 'end';
 }
 
-export type RunStep = AssembledStep | ContextStep | RequestStep | LlmStep | ToolStep | EndStep;
+export type RunStep = AssembledStep | ContextStep | RequestStep | LlmStep | ApprovalStep | ToolStep | EndStep;
 
 /** A piece of streamed output, forwarded live while a call streams. */
 export interface RunDelta {

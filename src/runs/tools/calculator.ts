@@ -201,6 +201,7 @@ export function createCalculatorTool(): ToolRegistration {
       additionalProperties: false,
     },
     enabledByDefault: true,
+    idempotent: true,
     execute(args) {
       // Inside the promise, so a CalculatorError rejects rather than throws.
       return new Promise<string>((resolve) => resolve(formatNumber(evaluateArithmetic(args.expression as string))));

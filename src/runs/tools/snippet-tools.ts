@@ -67,6 +67,7 @@ export function createSearchSnippetsTool(source: SnippetSource): ToolRegistratio
       additionalProperties: false,
     },
     enabledByDefault: true,
+    idempotent: true,
     async execute(args) {
       const filter: SnippetSearchFilter = {};
       // A blank argument is treated as not given, not as "match nothing".
@@ -100,6 +101,7 @@ export function createGetSnippetTool(source: SnippetSource): ToolRegistration {
       additionalProperties: false,
     },
     enabledByDefault: true,
+    idempotent: true,
     async execute(args) {
       const identifier = lowerCaseAscii(trimWhitespace(args.identifier as string));
       if (identifier === '') {

@@ -30,6 +30,12 @@ export interface ToolRegistration {
   /** A person must approve each call before it runs (an MCP server's tools, unless its operator said otherwise). */
   requiresApproval?: boolean;
   /**
+   * Running it twice with the same arguments does no harm (it only reads).
+   * A run taken over after a crash runs such a call again; any other call
+   * whose result was not stored ends the run `interrupted`.
+   */
+  idempotent?: boolean;
+  /**
    * Runs the tool with schema-valid arguments and answers the text the model
    * reads. Throwing `ToolInputError` gives the model that error's message;
    * any other exception gives it only `Error: tool "NAME" failed.` (the

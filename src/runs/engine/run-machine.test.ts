@@ -1,0 +1,127 @@
+import {
+  TERMINATION_REASONS,
+  budgetWouldBeExceeded,
+  endStatusOf,
+  nextAction,
+  rebuildProgress,
+  refusal,
+  transcriptToolCall,
+  type RunRules,
+} from './run-machine';
+import type { RunStep } from './run-step';
+
+const rules = (overrides: Partial<RunRules> = {}): RunRules => ({
+  maxRounds: 2,
+  offersTools: true,
+  needsApproval: () => false,
+  isIdempotent: () => true,
+  budget: { maxTotalTokens: null, maxCost: null },
+  ...overrides,
+});
+
+const context = (round: number): RunStep => ({
+  kind: 'context',
+  round,
+  durationMs: 0,
+  contextBudget: { window: 8192, reserve: 1000, safety: 246, budget: 6946, estimate: 10, droppedTurns: 0, calibration: 1, fits: true },
+});
+const request = (round: number, toolsOffered = ['calculator']): RunStep => ({ kind: 'request', round, durationMs: 0, messagesSent: [{ role: 'user', content: 'x' }], toolsOffered });
+const llm = (round: number, calls: { id: string; name: string; arguments: unknown }[] = [], content = ''): RunStep => ({
+  kind: 'llm',
+  round,
+  durationMs: 1,
+  content,
+  thinking: null,
+  finishReason: calls.length ? 'tool_calls' : 'stop',
+  rawFinishReason: null,
+  promptTokens: 10,
+  completionTokens: 5,
+  totalTokens: 15,
+  estimatedCost: null,
+  requestedToolCalls: calls,
+});
+const tool = (round: number, id: string, result = '4'): RunStep => ({ kind: 'tool', round, durationMs: 1, toolCallId: id, toolName: 'calculator', toolArguments: {}, toolResult: result, toolIsError: false });
+const twoCalls = [
+  { id: 'a', name: 'calculator', arguments: { expression: '2+2' } },
+  { id: 'b', name: 'calculator', arguments: { expression: '3*3' } },
+];
+
+describe('the run state machine', () => {
+  test('every termination reason maps to one end status', () => {
+    expect(TERMINATION_REASONS.map((reason) => [reason, endStatusOf(reason)])).toContainEqual(['budget_exhausted', 'COMPLETED']);
+    expect(endStatusOf('interrupted')).toBe('FAILED');
+    expect(endStatusOf('cancelled')).toBe('CANCELLED');
+  });
+
+  test('a fresh run calls the model for round 1 with tools; without tools, one plain call', () => {
+    expect(nextAction(rebuildProgress([], rules()), rules())).toEqual({ kind: 'call_model', round: 1, withTools: true });
+    expect(nextAction(rebuildProgress([], rules()), rules({ offersTools: false }))).toEqual({ kind: 'call_model', round: 1, withTools: false });
+  });
+
+  test('the calls of a turn run one after another in the model\'s order, then the next round', () => {
+    const steps = [context(1), request(1), llm(1, twoCalls)];
+    expect(nextAction(rebuildProgress(steps, rules()), rules())).toMatchObject({ kind: 'run_tool', call: { id: 'a' }, refusal: null });
+    expect(nextAction(rebuildProgress([...steps, tool(1, 'a')], rules()), rules())).toMatchObject({ kind: 'run_tool', call: { id: 'b' } });
+    expect(nextAction(rebuildProgress([...steps, tool(1, 'a'), tool(1, 'b')], rules()), rules())).toEqual({ kind: 'call_model', round: 2, withTools: true });
+  });
+
+  test('rounds used up: one call without tools, whose answer ends the run max_iterations', () => {
+    const steps = [context(1), request(1), llm(1, [twoCalls[0]!]), tool(1, 'a'), context(2), request(2), llm(2, [twoCalls[1]!]), tool(2, 'b')];
+    expect(nextAction(rebuildProgress(steps, rules()), rules())).toEqual({ kind: 'call_model', round: 3, withTools: false });
+    const capped = [...steps, context(3), request(3, []), llm(3, [], 'final')];
+    expect(nextAction(rebuildProgress(capped, rules()), rules())).toEqual({ kind: 'end', reason: 'max_iterations', truncated: true, finalContent: 'final' });
+  });
+
+  test('an answer without tool calls completes the run', () => {
+    const steps = [context(1), request(1), llm(1, [], 'done')];
+    expect(nextAction(rebuildProgress(steps, rules()), rules())).toEqual({ kind: 'end', reason: 'completed', truncated: false, finalContent: 'done' });
+  });
+
+  test('a turn with a call needing approval asks before any call runs, waits, then runs approved calls and refuses denied ones', () => {
+    const approval = rules({ needsApproval: (name) => name === 'calculator' });
+    const steps: RunStep[] = [context(1), request(1), llm(1, twoCalls)];
+    expect(nextAction(rebuildProgress(steps, approval), approval)).toEqual({ kind: 'ask_approval', calls: twoCalls });
+    steps.push({ kind: 'approval', round: 1, durationMs: 0, pendingToolCalls: twoCalls });
+    expect(nextAction(rebuildProgress(steps, approval), approval)).toEqual({ kind: 'wait_for_approval', calls: twoCalls });
+    steps.push({
+      kind: 'approval',
+      round: 1,
+      durationMs: 0,
+      decisions: [
+        { toolCallId: 'a', approved: true, reason: null, decidedBy: 'editor' },
+        { toolCallId: 'b', approved: false, reason: null, decidedBy: 'editor' },
+      ],
+    });
+    expect(nextAction(rebuildProgress(steps, approval), approval)).toMatchObject({ kind: 'run_tool', call: { id: 'a' }, refusal: null, afterApproval: true });
+    steps.push(tool(1, 'a'));
+    expect(nextAction(rebuildProgress(steps, approval), approval)).toMatchObject({ kind: 'run_tool', call: { id: 'b' }, refusal: refusal.denied('calculator') });
+  });
+
+  test('after a crash, a call that may have been running runs again only when its tool is idempotent', () => {
+    const steps = [context(1), request(1), llm(1, twoCalls)];
+    expect(nextAction(rebuildProgress(steps, rules()), rules({ isIdempotent: () => false }), true)).toMatchObject({ kind: 'end', reason: 'interrupted' });
+    expect(nextAction(rebuildProgress(steps, rules()), rules(), true)).toMatchObject({ kind: 'run_tool', call: { id: 'a' } });
+    // A provider call in flight is simply made again.
+    expect(nextAction(rebuildProgress([context(1), request(1)], rules()), rules(), true)).toEqual({ kind: 'call_model', round: 1, withTools: true });
+  });
+
+  test('the transcript is rebuilt from the steps: the first request, the assistant turn with its calls, the tool results', () => {
+    const progress = rebuildProgress([context(1), request(1), llm(1, twoCalls, 'thinking aloud'), tool(1, 'a', '4')], rules());
+    expect(progress.transcript).toEqual([
+      { role: 'user', content: 'x' },
+      { role: 'assistant', content: 'thinking aloud', tool_calls: twoCalls.map(transcriptToolCall) },
+      { role: 'tool', tool_call_id: 'a', content: '4' },
+    ]);
+    expect(progress.usage).toMatchObject({ promptTokens: 10, completionTokens: 5, totalTokens: 15 });
+    expect(transcriptToolCall({ id: 'c', name: 'n', arguments: 'a b', rawArguments: 'a b' }).function.arguments).toBe('a b');
+    expect(transcriptToolCall({ id: 'c', name: 'n', arguments: {} }).function.arguments).toBe('{}');
+  });
+
+  test('budgets: spent tokens plus the next prompt\'s estimate, and its cost at the input price', () => {
+    const progress = rebuildProgress([context(1), request(1), llm(1, twoCalls)], rules());
+    expect(budgetWouldBeExceeded(progress, { maxTotalTokens: 25, maxCost: null }, { promptEstimate: 10, costPerPromptToken: null })).toBe(false);
+    expect(budgetWouldBeExceeded(progress, { maxTotalTokens: 24, maxCost: null }, { promptEstimate: 10, costPerPromptToken: null })).toBe(true);
+    expect(budgetWouldBeExceeded(progress, { maxTotalTokens: null, maxCost: 0.05 }, { promptEstimate: 10, costPerPromptToken: 0.01 })).toBe(true);
+    expect(budgetWouldBeExceeded(progress, { maxTotalTokens: null, maxCost: 0.2 }, { promptEstimate: 10, costPerPromptToken: 0.01 })).toBe(false);
+  });
+});

@@ -1,0 +1,209 @@
+/**
+ * Preparing a run: the `startRun` input checked, and everything the driver
+ * needs resolved once (configuration, model, provider, adapter, snippets,
+ * skills, tools, call options and the effective system prompt through the
+ * pure prompt functions). The same preparation serves a new run and a run
+ * that goes on later (after approval, or on another instance) from its
+ * stored request.
+ */
+import { Role, roleAtLeast, type Caller } from '../auth/roles';
+import type { ConfigurationEntity } from '../configurations/configuration.entity';
+import { callOptionsOf, effectiveSystemPromptOf, type ConfigurationService } from '../configurations/configuration.service';
+import type { Logger } from '../logger';
+import { createChatAdapter } from '../providers/adapters/registry';
+import type { CallOptions, ChatAdapter } from '../providers/adapters/types';
+import type { ModelEntity } from '../providers/model.entity';
+import type { ModelService } from '../providers/model.service';
+import type { ProviderService } from '../providers/provider.service';
+import { BadUserInputError, ForbiddenError, NotFoundError } from '../shared/errors';
+import type { SkillEntity } from '../skills/skill.entity';
+import type { SkillService } from '../skills/skill.service';
+import { ActiveSnippetIndex, type SnippetService } from '../snippets/snippet.service';
+import type { AgentLoopInput } from './engine/agent-loop';
+import type { SkillInput } from './engine/skill-block';
+import type { ExternalToolSource, ToolRegistry } from './tools/tool-registry';
+
+export interface StartRunRequest {
+  configuration: string;
+  prompt: string;
+  tools?: string[] | null;
+  forcedSnippets?: string[] | null;
+  forcedSkills?: string[] | null;
+  systemPrompt?: string | null;
+  maxRounds?: number | null;
+  maxTokens?: number | null;
+  temperature?: number | null;
+  captureRaw?: boolean | null;
+  dryRun?: boolean | null;
+  /** Stream model output and publish deltas to `runDeltas` watchers. */
+  stream?: boolean | null;
+  /** Tools that need a person's approval in this run (besides those that always do). */
+  approvalRequired?: string[] | null;
+  /** Budget: the run ends `budget_exhausted` before a call that would go beyond it. */
+  maxTotalTokens?: number | null;
+  /** Budget in US dollars, same rule. */
+  maxCost?: number | null;
+}
+
+/** What `promptwire_run_request` keeps of a run: its input, checked, and who started it. */
+export interface StoredRunRequest {
+  request: StartRunRequest;
+  startedBy: string;
+}
+
+/** A run ready to drive: the loop's input (without its cancellation signal) and what observers want to know. */
+export interface PreparedRun {
+  configuration: ConfigurationEntity;
+  loopInput: Omit<AgentLoopInput, 'signal'>;
+  providerType: string | null;
+  dryRun: boolean;
+}
+
+export interface RunPreparerOptions {
+  /** Bytes one provider call may answer. */
+  providerMaxResponseBytes?: number;
+  /** Builds the adapter for a provider; tests swap in scripted ones. */
+  adapterFactory?: (settings: ReturnType<ProviderService['settingsFor']>) => ChatAdapter;
+  /** Tools beyond the built-ins (MCP servers'), read for each run whose allow-list names one. */
+  externalTools?: ExternalToolSource;
+}
+
+export class RunPreparer {
+  constructor(
+    private readonly configurations: ConfigurationService,
+    private readonly models: ModelService,
+    private readonly providers: ProviderService,
+    private readonly snippets: SnippetService,
+    private readonly skills: SkillService,
+    private readonly tools: ToolRegistry,
+    private readonly logger: Logger,
+    private readonly options: RunPreparerOptions,
+  ) {}
+
+  /** The caller's right to what the request asks, and the values the input classes cannot check alone. */
+  checkRequest(request: StartRunRequest, caller: Caller): void {
+    if (request.captureRaw === true && !roleAtLeast(caller.role, Role.ADMIN)) {
+      throw new ForbiddenError('Raw capture keeps provider responses verbatim; only an ADMIN may ask for it', 'captureRaw');
+    }
+    const prompt = request.prompt ?? '';
+    if (prompt.trim() === '') throw new BadUserInputError('prompt is required', 'prompt');
+    if (Buffer.byteLength(prompt, 'utf8') > 1_000_000) throw new BadUserInputError('prompt must be at most 1 MB', 'prompt');
+    if (request.maxTokens != null && (!Number.isInteger(request.maxTokens) || request.maxTokens < 0)) {
+      throw new BadUserInputError('maxTokens must be a whole number ≥ 0', 'maxTokens');
+    }
+    if (request.temperature != null && (!Number.isFinite(request.temperature) || request.temperature < 0 || request.temperature > 2)) {
+      throw new BadUserInputError('temperature must be between 0 and 2', 'temperature');
+    }
+    if (request.maxRounds != null && !Number.isInteger(request.maxRounds)) throw new BadUserInputError('maxRounds must be a whole number (it is clamped to 1..20)', 'maxRounds');
+    if (request.maxTotalTokens != null && (!Number.isInteger(request.maxTotalTokens) || request.maxTotalTokens < 1)) {
+      throw new BadUserInputError('maxTotalTokens must be a whole number ≥ 1', 'maxTotalTokens');
+    }
+    if (request.maxCost != null && (!Number.isFinite(request.maxCost) || request.maxCost <= 0)) {
+      throw new BadUserInputError('maxCost must be a number of US dollars above 0', 'maxCost');
+    }
+  }
+
+  /**
+   * Resolves everything a run needs. `strict` (a new run): unknown tools,
+   * snippets and skills are input errors. A run that goes on from its
+   * stored request is prepared leniently: a tool removed since is simply no
+   * longer offered (its pending call is then refused as no longer
+   * permitted), and a snippet or skill deleted since contributes nothing.
+   */
+  async prepare(request: StartRunRequest, strict: boolean): Promise<PreparedRun> {
+    // External tools are only read (and only reach their servers) for a run that names one.
+    const names = [...(request.tools ?? []), ...(request.approvalRequired ?? [])];
+    const tools = names.some((name) => !this.tools.has(name)) && this.options.externalTools ? this.tools.withExternal(await this.options.externalTools.toolsForRun()) : this.tools;
+    if (strict && request.tools) {
+      const unknown = tools.unknownNames(request.tools);
+      if (unknown.length > 0) {
+        throw new BadUserInputError(`Unknown tool(s): ${unknown.join(', ')}. The tools query lists what exists.`, 'tools');
+      }
+    }
+    if (strict && request.approvalRequired) {
+      const unknown = tools.unknownNames(request.approvalRequired);
+      if (unknown.length > 0) {
+        throw new BadUserInputError(`Unknown tool(s): ${unknown.join(', ')}. The tools query lists what exists.`, 'approvalRequired');
+      }
+    }
+
+    const configuration = await this.configurations.findByIdentifier(request.configuration ?? '');
+    if (!configuration) throw new NotFoundError(`No configuration with identifier "${request.configuration}"`, 'configuration');
+    const forcedSnippets = request.forcedSnippets?.length ? await this.snippets.findManyByIdentifiers(request.forcedSnippets) : [];
+    const forcedSkills: SkillEntity[] = [];
+    for (const identifier of request.forcedSkills ?? []) {
+      const skill = await this.skills.findByIdentifier(identifier);
+      if (skill) forcedSkills.push(skill);
+      else if (strict) throw new NotFoundError(`No skill with identifier "${identifier}"`, 'forcedSkills');
+    }
+    const dryRun = request.dryRun === true;
+    const model = configuration.modelUid ? (await this.models.findByUids([configuration.modelUid]))[0] ?? null : null;
+    if (!model && !dryRun) throw new BadUserInputError(`Configuration "${configuration.identifier}" has no model; set one with updateConfiguration`, 'configuration');
+    const provider = model ? (await this.providers.findByUids([model.providerUid]))[0] ?? null : null;
+    if (model && !provider && !dryRun) throw new BadUserInputError(`The model "${model.identifier}" has no provider; fix it with updateModel`, 'configuration');
+    if (provider && !provider.isActive && !dryRun) throw new BadUserInputError(`The provider "${provider.identifier}" is inactive`, 'configuration');
+
+    const [activeSnippets, skillMap, prices] = await Promise.all([
+      this.snippets.allActive().then((rows) => new ActiveSnippetIndex(rows)),
+      this.configurations.skillsByConfiguration([configuration.uid]),
+      model ? this.models.pricesFor(model) : Promise.resolve(null),
+    ]);
+
+    const overrides: Record<string, unknown> = {};
+    if (request.maxTokens != null) overrides.max_tokens = request.maxTokens;
+    if (request.temperature != null) overrides.temperature = request.temperature;
+    const callOptions = callOptionsFor(configuration, model, activeSnippets, overrides);
+
+    const settings = provider ? this.providers.settingsFor(provider) : null;
+    const adapter: ChatAdapter = settings ? (this.options.adapterFactory ?? ((s) => createChatAdapter(s, { logger: this.logger, ...(this.options.providerMaxResponseBytes ? { maxResponseBytes: this.options.providerMaxResponseBytes } : {}) })))(settings) : unusableAdapter;
+
+    return {
+      configuration,
+      dryRun,
+      providerType: provider && !dryRun ? provider.adapterType : null,
+      loopInput: {
+        adapter,
+        model: { contextLength: model?.contextLength ?? 0, maxOutputTokens: model?.maxOutputTokens ?? 0, prices: prices && (prices.costInput > 0 || prices.costOutput > 0 || prices.costCacheRead != null || prices.costCacheWrite != null || prices.costReasoning != null) ? prices : null },
+        callOptions,
+        systemPrompt: effectiveSystemPromptOf(configuration, activeSnippets, request.systemPrompt),
+        forcedSnippets: forcedSnippets.map((s) => ({ identifier: s.identifier, name: s.name, snippet: s.snippet })),
+        configurationSkills: (skillMap.get(configuration.uid) ?? []).map(toSkillInput),
+        forcedSkills: forcedSkills.map(toSkillInput),
+        prompt: request.prompt,
+        tools: { registry: tools, allowList: request.tools ?? undefined },
+        maxRounds: request.maxRounds ?? undefined,
+        captureRaw: request.captureRaw === true,
+        dryRun,
+        // Streaming is the default: watchers see output as it is written.
+        stream: request.stream !== false,
+        approvalRequired: request.approvalRequired ?? [],
+        budget: { maxTotalTokens: request.maxTotalTokens ?? null, maxCost: request.maxCost ?? null },
+      },
+    };
+  }
+}
+
+function toSkillInput(skill: SkillEntity): SkillInput {
+  return { identifier: skill.identifier, name: skill.name, body: skill.body, bodyChecksum: skill.bodyChecksum, enabled: skill.enabled, orphaned: skill.orphaned };
+}
+
+/** behaviour.md §5 without the system prompt, which the loop sends as message 0. */
+function callOptionsFor(
+  configuration: ConfigurationEntity,
+  model: ModelEntity | null,
+  activeSnippets: ActiveSnippetIndex,
+  overrides: Record<string, unknown>,
+): CallOptions {
+  const { system_prompt: _systemPrompt, ...options } = callOptionsOf(configuration, model, activeSnippets, overrides);
+  return { ...options, model: typeof options.model === 'string' ? options.model : (model?.modelId ?? '') };
+}
+
+/** Used only for a dry run of a configuration without a model: the loop never calls it. */
+const unusableAdapter: ChatAdapter = {
+  adapterType: 'custom',
+  chat: () => Promise.reject(new Error('no model configured')),
+  // eslint-disable-next-line require-yield
+  stream: async function* () {
+    throw new Error('no model configured');
+  },
+};

@@ -1,0 +1,162 @@
+/**
+ * Takeover after a crash: a run whose instance is killed (SIGKILL, no
+ * cleanup) in the middle of a provider call is claimed by another live
+ * instance once the lease goes stale, or by the same service when it starts
+ * again, and finishes from its stored steps with the next sequence numbers:
+ * no step lost, none repeated, and a watcher that resubscribes from its last
+ * sequence sees the rest exactly once.
+ */
+import { createClient, type Client } from 'graphql-ws';
+import WebSocket from 'ws';
+import { createTestDatabase, testDialects, type TestDatabase } from '../support/databases';
+import { startServerProcess, type ServerProcess } from '../support/server-process';
+import { ADMIN_TOKEN } from '../support/server';
+import { uniqueIdentifier } from '../runs/run-kit';
+import { ScriptedProvider, gate, withTimeout } from '../runs/scripted-provider';
+
+const LEASE = { RUN_LEASE_SECONDS: '3' };
+const redisUrl = process.env.TEST_REDIS_URL;
+
+interface Step {
+  sequence: number;
+  kind: string;
+  round: number;
+  toolResult: string | null;
+  status: string | null;
+  terminationReason: string | null;
+}
+
+async function ok<T>(server: ServerProcess, query: string, variables?: Record<string, unknown>): Promise<T> {
+  const result = await server.gql<T>(query, variables);
+  if (result.errors?.length || !result.data) throw new Error(`GraphQL errors: ${JSON.stringify(result.errors)}`);
+  return result.data;
+}
+
+async function setupRun(server: ServerProcess, provider: ScriptedProvider): Promise<string> {
+  const providerId = uniqueIdentifier('prov');
+  const modelId = uniqueIdentifier('model');
+  const configuration = uniqueIdentifier('conf');
+  await ok(server, 'mutation($input: CreateProviderInput!) { createProvider(input: $input) { uid } }', {
+    input: { identifier: providerId, name: 'Scripted', adapterType: 'custom', endpointUrl: provider.url, apiKey: 'test-key', maxRetries: 0 },
+  });
+  await ok(server, 'mutation($input: CreateModelInput!) { createModel(input: $input) { uid } }', { input: { identifier: modelId, name: 'M', provider: providerId, modelId: 'scripted' } });
+  await ok(server, 'mutation($input: CreateConfigurationInput!) { createConfiguration(input: $input) { uid } }', { input: { identifier: configuration, name: 'C', model: modelId } });
+  return configuration;
+}
+
+async function runOf(server: ServerProcess, id: string): Promise<{ status: string; terminationReason: string | null; finalContent: string | null; steps: Step[] }> {
+  const data = await ok<{ run: { status: string; terminationReason: string | null; finalContent: string | null; steps: Step[] } }>(
+    server,
+    'query($id: ID!) { run(id: $id) { status terminationReason finalContent steps { sequence kind round toolResult status terminationReason } } }',
+    { id },
+  );
+  return data.run;
+}
+
+async function waitForEnd(server: ServerProcess, id: string, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const run = await runOf(server, id);
+    if (['COMPLETED', 'FAILED', 'CANCELLED'].includes(run.status)) return run;
+    if (Date.now() > deadline) throw new Error(`run ${id} still ${run.status}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+function watch(url: string, id: string, afterSequence: number): { client: Client; steps: Step[]; done: Promise<void> } {
+  const client = createClient({ url: url.replace(/^http/, 'ws'), webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${ADMIN_TOKEN}` }, retryAttempts: 0 });
+  const steps: Step[] = [];
+  const done = new Promise<void>((resolve) => {
+    client.subscribe<{ runTrace: Step }>(
+      { query: 'subscription($id: ID!, $after: Int) { runTrace(runId: $id, afterSequence: $after) { sequence kind round toolResult status terminationReason } }', variables: { id, after: afterSequence } },
+      { next: (value) => value.data && steps.push(value.data.runTrace), error: () => resolve(), complete: () => resolve() },
+    );
+  });
+  return { client, steps, done };
+}
+
+describe.each(testDialects)('run takeover after a crash (%s)', (dialect) => {
+  let database: TestDatabase | null = null;
+  const servers: ServerProcess[] = [];
+  const providers: ScriptedProvider[] = [];
+
+  afterEach(async () => {
+    await Promise.all(servers.splice(0).map((server) => server.stop()));
+    await Promise.all(providers.splice(0).map((provider) => provider.close()));
+    await database?.drop();
+    database = null;
+  }, 60_000);
+
+  test('a process killed mid-call: the restarted service makes the call again and finishes the run, gap-free', async () => {
+    database = await createTestDatabase(dialect);
+    const provider = await ScriptedProvider.start();
+    providers.push(provider);
+    const first = await startServerProcess(database, LEASE);
+    servers.push(first);
+    const configuration = await setupRun(first, provider);
+    provider.script(
+      { text: 'never sent', gate: gate().promise },
+      { text: 'Finished after the restart.', usage: { prompt: 3, completion: 4 } },
+    );
+    const started = await ok<{ startRun: { id: string } }>(first, 'mutation($input: StartRunInput!) { startRun(input: $input) { id } }', { input: { configuration, prompt: 'hello', tools: [] } });
+    const id = started.startRun.id;
+    await provider.waitForRequest(1);
+    await first.kill();
+
+    const second = await startServerProcess(database, { ...LEASE, RUN_MIGRATIONS: 'false' });
+    servers.push(second);
+    const run = await waitForEnd(second, id);
+    expect(run).toMatchObject({ status: 'COMPLETED', terminationReason: 'completed', finalContent: 'Finished after the restart.' });
+    expect(run.steps.map((s) => [s.sequence, s.kind])).toEqual([
+      [1, 'CONTEXT'],
+      [2, 'REQUEST'],
+      [3, 'CONTEXT'],
+      [4, 'REQUEST'],
+      [5, 'LLM'],
+      [6, 'END'],
+    ]);
+    expect(provider.requests).toHaveLength(2);
+    // The same messages were sent again.
+    expect(provider.requests[1]!.body.messages).toEqual(provider.requests[0]!.body.messages);
+  }, 90_000);
+
+  (dialect === 'mysql' && redisUrl ? test : test.skip)('two instances on MySQL + Redis: the owner is killed mid-call, the other finishes the run; a watcher resubscribing from its last sequence sees the rest exactly once', async () => {
+    database = await createTestDatabase(dialect);
+    const provider = await ScriptedProvider.start();
+    providers.push(provider);
+    const env = { ...LEASE, REDIS_URL: redisUrl! };
+    const owner = await startServerProcess(database, env);
+    servers.push(owner);
+    const survivor = await startServerProcess(database, { ...env, RUN_MIGRATIONS: 'false' });
+    servers.push(survivor);
+    const configuration = await setupRun(owner, provider);
+    provider.script(
+      { toolCalls: [{ id: 'call_1', name: 'calculator', arguments: { expression: '6 * 7' } }], usage: { prompt: 5, completion: 5 } },
+      { text: 'held', gate: gate().promise },
+      { text: 'The answer is 42.', usage: { prompt: 5, completion: 5 } },
+    );
+    const started = await ok<{ startRun: { id: string } }>(owner, 'mutation($input: StartRunInput!) { startRun(input: $input) { id } }', { input: { configuration, prompt: 'six times seven', tools: ['calculator'] } });
+    const id = started.startRun.id;
+    const before = watch(owner.url, id, 0);
+    await provider.waitForRequest(2);
+    // Round 1 and round 2's CONTEXT and REQUEST are stored; the call of round 2 is in flight.
+    await withTimeout((async () => { while (before.steps.length < 6) await new Promise((resolve) => setTimeout(resolve, 20)); })(), 10_000, 'the first six steps did not arrive');
+    await owner.kill();
+    await withTimeout(before.done, 10_000, 'the watcher of the killed instance did not end');
+    await before.client.dispose();
+    const last = before.steps[before.steps.length - 1]!.sequence;
+
+    const after = watch(survivor.url, id, last);
+    const run = await waitForEnd(survivor, id);
+    await withTimeout(after.done, 10_000, 'the resubscribed watcher did not complete');
+    await after.client.dispose();
+
+    expect(run).toMatchObject({ status: 'COMPLETED', terminationReason: 'completed' });
+    const sequences = run.steps.map((s) => s.sequence);
+    expect(sequences).toEqual(sequences.map((_, i) => i + 1));
+    expect(run.steps.map((s) => s.kind)).toEqual(['CONTEXT', 'REQUEST', 'LLM', 'TOOL', 'CONTEXT', 'REQUEST', 'CONTEXT', 'REQUEST', 'LLM', 'END']);
+    expect(run.steps.filter((s) => s.kind === 'TOOL').map((s) => s.toolResult)).toEqual(['42']);
+    // Both watchers together: every step exactly once.
+    expect([...before.steps, ...after.steps].map((s) => s.sequence)).toEqual(sequences);
+  }, 90_000);
+});
