@@ -138,6 +138,7 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
       },
     );
     services = { ...core, runs, mcp: mcp.service };
+    operations.metrics.countOpenRunsWith(() => runs.store.countOpen());
 
     const generated = await core.tokens.bootstrap(config.adminToken);
     if (generated) options.onBootstrapToken?.(generated);

@@ -21,6 +21,7 @@ function processMetrics(): Registry {
 }
 
 const RUN_STATUSES = ['completed', 'failed', 'cancelled'] as const;
+const OPEN_RUN_STATE_LABELS = ['queued', 'running', 'waiting_for_approval'] as const;
 const TOKEN_CLASSES = ['input', 'output'] as const;
 
 export class ServiceMetrics implements RunObserver {
@@ -35,6 +36,23 @@ export class ServiceMetrics implements RunObserver {
     name: 'promptwire_runs_in_progress',
     help: 'Runs this instance is executing now (queued or running).',
     registers: [this.registry],
+  });
+  /** Where the open-run gauge reads its counts (the run table); set once the runs exist. */
+  private openRunCounts: (() => Promise<Record<string, number>>) | null = null;
+  private readonly openRuns = new Gauge({
+    name: 'promptwire_runs_open',
+    help: 'Runs that have not ended, in the database (every instance\'s), by state: queued, running, waiting_for_approval.',
+    labelNames: ['state'],
+    registers: [this.registry],
+    collect: async () => {
+      if (!this.openRunCounts) return;
+      try {
+        const counts = await this.openRunCounts();
+        for (const state of OPEN_RUN_STATE_LABELS) this.openRuns.set({ state }, counts[state.toUpperCase()] ?? 0);
+      } catch {
+        // A scrape while the database is away keeps the last counts.
+      }
+    },
   });
   private readonly tokens = new Counter({
     name: 'promptwire_run_tokens_total',
@@ -87,6 +105,11 @@ export class ServiceMetrics implements RunObserver {
   }
 
   readonly contentType = Registry.PROMETHEUS_CONTENT_TYPE;
+
+  /** Reads the open runs by state at each scrape (`promptwire_runs_open`). */
+  countOpenRunsWith(source: () => Promise<Record<string, number>>): void {
+    this.openRunCounts = source;
+  }
 
   /** The text a scrape receives: the process metrics, then the service's. */
   async render(): Promise<string> {

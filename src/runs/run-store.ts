@@ -305,6 +305,21 @@ export class RunStore {
     return result;
   }
 
+  /** Runs not yet ended, by state (for the metrics). */
+  async countOpen(): Promise<Record<string, number>> {
+    const rows = await this.dataSource
+      .getRepository(AgentRunEntity)
+      .createQueryBuilder('r')
+      .select('r.status', 'status')
+      .addSelect('COUNT(*)', 'count')
+      .where('r.status IN (:...open)', { open: OPEN })
+      .groupBy('r.status')
+      .getRawMany<{ status: string; count: string | number }>();
+    const counts: Record<string, number> = {};
+    for (const row of rows) counts[row.status] = Number(row.count) || 0;
+    return counts;
+  }
+
   /** The calls of a waiting run: those of its last APPROVAL step that asked for decisions. */
   async pendingToolCalls(runUid: number): Promise<RequestedToolCall[]> {
     const row = await this.dataSource

@@ -160,6 +160,26 @@ describeInChromium('the console in Chromium', () => {
     await page.close();
   });
 
+  it('a run waiting for approval shows its pending call; approving it lets the run finish', async () => {
+    const id = await startRun({ configuration: 'demo-assistant', prompt: 'What is 17 * 23?', tools: ['calculator'], approvalRequired: ['calculator'] });
+    const { page, errors } = await openPage(browser, base, ADMIN_TOKEN);
+    await page.goto(`${base}/runs/${id}`);
+    await page.waitForSelector('[data-run-status]:text("WAITING_FOR_APPROVAL")');
+    const pending = await t.ok<{ run: { pendingToolCalls: { id: string; name: string }[] } }>('query($id: ID!) { run(id: $id) { pendingToolCalls { id name } } }', { id });
+    expect(pending.run.pendingToolCalls).toHaveLength(1);
+    const callId = pending.run.pendingToolCalls[0]!.id;
+    expect(await page.$$('[data-approval-call]')).toHaveLength(1);
+    await page.click(`[data-approval-call="${callId}"] [data-action="approve"]`);
+    await page.waitForSelector('[data-run-status]:text("COMPLETED")');
+    await page.waitForSelector('[data-step-kind="END"]', { state: 'attached' });
+    expect(await cardsOf(page)).toEqual(await storedSteps(id));
+    expect(await page.$('[data-approval-call]')).toBeNull();
+    const done = await t.ok<{ run: { finalContent: string } }>('query($id: ID!) { run(id: $id) { finalContent } }', { id });
+    expect(done.run.finalContent).toContain('391');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('a dropped socket resumes from the last card, without a gap or a repeated card', async () => {
     const id = await startRun({ configuration: 'slower-demo', prompt: 'What is 6 * 7, and why?', tools: ['calculator'] });
     const { page, errors } = await openPage(browser, base, viewer);

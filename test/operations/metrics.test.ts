@@ -95,6 +95,19 @@ describe.each(testDialects)('Prometheus metrics (%s)', (dialect) => {
     expect(sampleValue(after, 'promptwire_runs_in_progress')).toBe(0);
   });
 
+  test('promptwire_runs_open counts the runs waiting for approval (and queued, running) from the run table', async () => {
+    const setup = await kit.setup();
+    setup.provider.script({ toolCalls: [{ id: 'call_wait', name: 'calculator', arguments: { expression: '1 + 1' } }], usage: { prompt: 1, completion: 1 } });
+    const before = sampleValue((await scrape()).samples, 'promptwire_runs_open', { state: 'waiting_for_approval' });
+    const started = await kit.startRun({ configuration: setup.configuration, prompt: 'x', tools: ['calculator'], approvalRequired: ['calculator'] });
+    expect((await kit.waitForRun(started.id)).status).toBe('WAITING_FOR_APPROVAL');
+    const samples = (await scrape()).samples;
+    expect(sampleValue(samples, 'promptwire_runs_open', { state: 'waiting_for_approval' })).toBe(before + 1);
+    expect(samples.some((s) => s.name === 'promptwire_runs_open' && s.labels.state === 'queued')).toBe(true);
+    await ts.ok('mutation($id: ID!) { cancelRun(id: $id) { status } }', { id: started.id });
+    expect(sampleValue((await scrape()).samples, 'promptwire_runs_open', { state: 'waiting_for_approval' })).toBe(before);
+  });
+
   test('GraphQL requests are timed by operation type and root field, and no run id or free text becomes a label', async () => {
     const setup = await kit.setup();
     setup.provider.script({ text: 'Fine.', usage: { prompt: 1, completion: 1 } });

@@ -4,6 +4,7 @@ import { flushSync } from 'react-dom';
 import { CancelRunDocument, RunDeltasDocument, RunDocument, watchRun, type RunDeltasSubscription, type RunQuery, type RunStep } from '../../../src/client';
 import { FINISHED_STATUSES, formatCost, formatDuration, formatTokens, runDurationMs } from '../shared/format';
 import { readToken, request, webSocketUrl } from '../shared/session';
+import { ApprovalCard } from './approval-card';
 import { StepCard } from './step-card';
 
 type Run = NonNullable<RunQuery['run']>;
@@ -131,6 +132,8 @@ export function RunPage({ id }: { id: string }) {
   }, [id, enqueue, loadRun]);
 
   const status = statusFromSteps(steps, run?.status ?? 'QUEUED');
+  const lastStep = steps[steps.length - 1];
+  const pendingCalls = status === 'WAITING_FOR_APPROVAL' && lastStep?.kind === 'APPROVAL' ? (lastStep.pendingToolCalls ?? []) : [];
   const finished = FINISHED_STATUSES.has(status);
   const sums = useMemo(() => totals(steps), [steps]);
 
@@ -209,7 +212,8 @@ export function RunPage({ id }: { id: string }) {
           <StepCard key={step.sequence} step={step} />
         ))}
       </div>
-      {!finished && (
+      {pendingCalls.length > 0 && <ApprovalCard key={lastStep!.sequence} runId={id} calls={pendingCalls} onProblem={setProblem} />}
+      {!finished && pendingCalls.length === 0 && (
         <article className="step streaming" aria-live="polite">
           <header>
             <span className="kind">{live ? `streaming · round ${live.round}` : 'waiting for the model'}</span>

@@ -57,6 +57,13 @@ export type StartRunInput = {
   tools?: Array<string> | null | undefined;
 };
 
+export type ToolDecisionInput = {
+  approve: boolean;
+  /** At most 1000 characters. */
+  reason?: string | null | undefined;
+  toolCallId: string;
+};
+
 export type ConfigurationsQueryVariables = Exact<{
   limit?: number | null | undefined;
 }>;
@@ -90,7 +97,7 @@ export type ViewerQueryVariables = Exact<{ [key: string]: never; }>;
 
 export type ViewerQuery = { viewer: { name: string, role: Role } };
 
-export type RunStepFieldsFragment = { sequence: number, kind: RunStepKind, round: number, durationMs: number, toolsOffered: Array<string> | null, content: string | null, thinking: string | null, finishReason: string | null, rawFinishReason: string | null, promptTokens: number | null, completionTokens: number | null, totalTokens: number | null, estimatedCost: number | null, warnings: Array<string> | null, raw: unknown, toolCallId: string | null, toolName: string | null, toolArguments: unknown, toolResult: string | null, toolIsError: boolean | null, contextBudget: unknown, status: RunStatus | null, terminationReason: string | null, error: string | null, messagesSent: Array<{ role: string, content: string | null, toolCallId: string | null, toolCalls: Array<{ id: string, name: string, arguments: unknown }> | null }> | null, requestedToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null };
+export type RunStepFieldsFragment = { sequence: number, kind: RunStepKind, round: number, durationMs: number, toolsOffered: Array<string> | null, content: string | null, thinking: string | null, finishReason: string | null, rawFinishReason: string | null, promptTokens: number | null, completionTokens: number | null, totalTokens: number | null, estimatedCost: number | null, warnings: Array<string> | null, raw: unknown, toolCallId: string | null, toolName: string | null, toolArguments: unknown, toolResult: string | null, toolIsError: boolean | null, contextBudget: unknown, status: RunStatus | null, terminationReason: string | null, error: string | null, messagesSent: Array<{ role: string, content: string | null, toolCallId: string | null, toolCalls: Array<{ id: string, name: string, arguments: unknown }> | null }> | null, requestedToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, pendingToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, decisions: Array<{ toolCallId: string, approved: boolean, reason: string | null, decidedBy: string | null }> | null };
 
 export type RunSummaryFieldsFragment = { id: string, status: RunStatus, terminationReason: string | null, dryRun: boolean, configurationIdentifier: string | null, iterations: number, truncated: boolean, finalContent: string | null, promptTokens: number, completionTokens: number, totalTokens: number, estimatedCost: number | null, error: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null };
 
@@ -123,6 +130,14 @@ export type CancelRunMutationVariables = Exact<{
 
 export type CancelRunMutation = { cancelRun: { id: string, status: RunStatus, terminationReason: string | null, dryRun: boolean, configurationIdentifier: string | null, iterations: number, truncated: boolean, finalContent: string | null, promptTokens: number, completionTokens: number, totalTokens: number, estimatedCost: number | null, error: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null } };
 
+export type ResolveToolApprovalMutationVariables = Exact<{
+  runId: string | number;
+  decisions: Array<ToolDecisionInput> | ToolDecisionInput;
+}>;
+
+
+export type ResolveToolApprovalMutation = { resolveToolApproval: { id: string, status: RunStatus, terminationReason: string | null, dryRun: boolean, configurationIdentifier: string | null, iterations: number, truncated: boolean, finalContent: string | null, promptTokens: number, completionTokens: number, totalTokens: number, estimatedCost: number | null, error: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null } };
+
 export type RunStepsQueryVariables = Exact<{
   id: string | number;
   afterSequence?: number | null | undefined;
@@ -130,7 +145,7 @@ export type RunStepsQueryVariables = Exact<{
 }>;
 
 
-export type RunStepsQuery = { run: { id: string, status: RunStatus, steps: Array<{ sequence: number, kind: RunStepKind, round: number, durationMs: number, toolsOffered: Array<string> | null, content: string | null, thinking: string | null, finishReason: string | null, rawFinishReason: string | null, promptTokens: number | null, completionTokens: number | null, totalTokens: number | null, estimatedCost: number | null, warnings: Array<string> | null, raw: unknown, toolCallId: string | null, toolName: string | null, toolArguments: unknown, toolResult: string | null, toolIsError: boolean | null, contextBudget: unknown, status: RunStatus | null, terminationReason: string | null, error: string | null, messagesSent: Array<{ role: string, content: string | null, toolCallId: string | null, toolCalls: Array<{ id: string, name: string, arguments: unknown }> | null }> | null, requestedToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null }> } | null };
+export type RunStepsQuery = { run: { id: string, status: RunStatus, steps: Array<{ sequence: number, kind: RunStepKind, round: number, durationMs: number, toolsOffered: Array<string> | null, content: string | null, thinking: string | null, finishReason: string | null, rawFinishReason: string | null, promptTokens: number | null, completionTokens: number | null, totalTokens: number | null, estimatedCost: number | null, warnings: Array<string> | null, raw: unknown, toolCallId: string | null, toolName: string | null, toolArguments: unknown, toolResult: string | null, toolIsError: boolean | null, contextBudget: unknown, status: RunStatus | null, terminationReason: string | null, error: string | null, messagesSent: Array<{ role: string, content: string | null, toolCallId: string | null, toolCalls: Array<{ id: string, name: string, arguments: unknown }> | null }> | null, requestedToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, pendingToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, decisions: Array<{ toolCallId: string, approved: boolean, reason: string | null, decidedBy: string | null }> | null }> } | null };
 
 export type RunTraceSubscriptionVariables = Exact<{
   runId: string | number;
@@ -138,7 +153,7 @@ export type RunTraceSubscriptionVariables = Exact<{
 }>;
 
 
-export type RunTraceSubscription = { runTrace: { sequence: number, kind: RunStepKind, round: number, durationMs: number, toolsOffered: Array<string> | null, content: string | null, thinking: string | null, finishReason: string | null, rawFinishReason: string | null, promptTokens: number | null, completionTokens: number | null, totalTokens: number | null, estimatedCost: number | null, warnings: Array<string> | null, raw: unknown, toolCallId: string | null, toolName: string | null, toolArguments: unknown, toolResult: string | null, toolIsError: boolean | null, contextBudget: unknown, status: RunStatus | null, terminationReason: string | null, error: string | null, messagesSent: Array<{ role: string, content: string | null, toolCallId: string | null, toolCalls: Array<{ id: string, name: string, arguments: unknown }> | null }> | null, requestedToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null } };
+export type RunTraceSubscription = { runTrace: { sequence: number, kind: RunStepKind, round: number, durationMs: number, toolsOffered: Array<string> | null, content: string | null, thinking: string | null, finishReason: string | null, rawFinishReason: string | null, promptTokens: number | null, completionTokens: number | null, totalTokens: number | null, estimatedCost: number | null, warnings: Array<string> | null, raw: unknown, toolCallId: string | null, toolName: string | null, toolArguments: unknown, toolResult: string | null, toolIsError: boolean | null, contextBudget: unknown, status: RunStatus | null, terminationReason: string | null, error: string | null, messagesSent: Array<{ role: string, content: string | null, toolCallId: string | null, toolCalls: Array<{ id: string, name: string, arguments: unknown }> | null }> | null, requestedToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, pendingToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, decisions: Array<{ toolCallId: string, approved: boolean, reason: string | null, decidedBy: string | null }> | null } };
 
 export type RunDeltasSubscriptionVariables = Exact<{
   runId: string | number;
@@ -194,6 +209,17 @@ export const RunStepFieldsFragmentDoc = new TypedDocumentString(`
     id
     name
     arguments
+  }
+  pendingToolCalls {
+    id
+    name
+    arguments
+  }
+  decisions {
+    toolCallId
+    approved
+    reason
+    decidedBy
   }
   warnings
   raw
@@ -405,6 +431,30 @@ export const CancelRunDocument = new TypedDocumentString(`
   startedAt
   finishedAt
 }`) as unknown as TypedDocumentString<CancelRunMutation, CancelRunMutationVariables>;
+export const ResolveToolApprovalDocument = new TypedDocumentString(`
+    mutation ResolveToolApproval($runId: ID!, $decisions: [ToolDecisionInput!]!) {
+  resolveToolApproval(runId: $runId, decisions: $decisions) {
+    ...RunSummaryFields
+  }
+}
+    fragment RunSummaryFields on AgentRun {
+  id
+  status
+  terminationReason
+  dryRun
+  configurationIdentifier
+  iterations
+  truncated
+  finalContent
+  promptTokens
+  completionTokens
+  totalTokens
+  estimatedCost
+  error
+  createdAt
+  startedAt
+  finishedAt
+}`) as unknown as TypedDocumentString<ResolveToolApprovalMutation, ResolveToolApprovalMutationVariables>;
 export const RunStepsDocument = new TypedDocumentString(`
     query RunSteps($id: ID!, $afterSequence: Int = 0, $limit: Int = 200) {
   run(id: $id) {
@@ -443,6 +493,17 @@ export const RunStepsDocument = new TypedDocumentString(`
     id
     name
     arguments
+  }
+  pendingToolCalls {
+    id
+    name
+    arguments
+  }
+  decisions {
+    toolCallId
+    approved
+    reason
+    decidedBy
   }
   warnings
   raw
@@ -490,6 +551,17 @@ export const RunTraceDocument = new TypedDocumentString(`
     id
     name
     arguments
+  }
+  pendingToolCalls {
+    id
+    name
+    arguments
+  }
+  decisions {
+    toolCallId
+    approved
+    reason
+    decidedBy
   }
   warnings
   raw
