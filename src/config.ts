@@ -71,6 +71,10 @@ export interface AppConfig {
   };
   /** HTTP requests allowed to wait for their turn; beyond that a request gets 503 with Retry-After. */
   maxQueuedRequests: number;
+  /** Subscriptions open at once on one graphql-ws connection (MAX_SUBSCRIPTIONS_PER_CONNECTION). */
+  maxSubscriptionsPerConnection: number;
+  /** Subscriptions open at once for one API token, over all its connections to this instance (MAX_SUBSCRIPTIONS_PER_TOKEN). */
+  maxSubscriptionsPerToken: number;
   /** SQLite: longest a single statement may block waiting for another process's write lock. */
   sqliteBusyTimeoutMs: number;
   /** SQLite: how long a write transaction waits (without blocking) for the write lock before a retryable error. */
@@ -209,6 +213,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
       maxResponseBytes: integer('MAX_RESPONSE_BYTES', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     },
     maxQueuedRequests: integer('MAX_QUEUED_REQUESTS', 1000, 1, 1_000_000),
+    maxSubscriptionsPerConnection: integer('MAX_SUBSCRIPTIONS_PER_CONNECTION', 100, 1, 100_000),
+    maxSubscriptionsPerToken: integer('MAX_SUBSCRIPTIONS_PER_TOKEN', 2000, 1, 1_000_000),
     sqliteBusyTimeoutMs: integer('SQLITE_BUSY_TIMEOUT_MS', 100, 0, 60_000),
     sqliteLockWaitMs: integer('SQLITE_LOCK_WAIT_MS', 5000, 0, 600_000),
     webhookAllowedHosts: parseAllowedHosts(env.WEBHOOK_ALLOWED_HOSTS),

@@ -12,6 +12,7 @@ import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHt
 import {
   type DocumentNode,
   type ExecutionResult,
+  getOperationAST,
   GraphQLError,
   type GraphQLSchema,
   NoSchemaIntrospectionCustomRule,
@@ -31,6 +32,7 @@ import { createErrorFormatter } from './graphql/format-error';
 import { createLoaders } from './graphql/loaders';
 import { costRefusal, oversizedAnswer, parseOptionsFor, type QueryLimits, validationRulesFor } from './graphql/query-limits';
 import { buildAppSchema } from './graphql/schema';
+import { type GuardedConnection, revokedTokenError, SocketGuards } from './graphql/socket-guards';
 import { serveSubscriptions } from './graphql/trace-fanout';
 import { CLIENT_GONE, discardRestOfBody, HttpError, readBody } from './http-body';
 import { createReadinessCheck } from './db/readiness';
@@ -47,6 +49,7 @@ import Redis from 'ioredis';
 import { PromptChangeDetector, RedisDetectorLease } from './prompt-history/change-detector';
 import { InProcessPromptEventBus, type PromptEventBus, RedisPromptEventBus } from './prompt-history/prompt-event-bus';
 import { createCoreServices, type Services } from './services';
+import { InProcessRevocationBus, RedisRevocationBus, type RevocationBus } from './auth/revocation-bus';
 import { loadOrCreateKeyFile, SecretBox } from './shared/secret-box';
 
 export interface ServerOptions {
@@ -85,6 +88,7 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
   });
   let bus: TraceBus | null = null;
   let promptEvents: PromptEventBus | null = null;
+  let revocations: RevocationBus | null = null;
   let leaseClient: Redis | null = null;
   let detector: PromptChangeDetector | null = null;
   let operations: Operations | null = null;
@@ -105,12 +109,16 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
       const redisPromptEvents = new RedisPromptEventBus(config.redisUrl, databaseKey(config), logger);
       promptEvents = redisPromptEvents;
       await redisPromptEvents.ready();
+      const redisRevocations = new RedisRevocationBus(config.redisUrl, databaseKey(config), logger);
+      revocations = redisRevocations;
+      await redisRevocations.ready();
     } else {
       bus = new InProcessTraceBus();
       promptEvents = new InProcessPromptEventBus();
+      revocations = new InProcessRevocationBus();
     }
     const secrets = new SecretBox(secretKey);
-    const core = createCoreServices(dataSource, dialect, config, secrets, logger, promptEvents);
+    const core = createCoreServices(dataSource, dialect, config, secrets, logger, promptEvents, revocations);
     if (config.redisUrl) leaseClient = new Redis(config.redisUrl, { maxRetriesPerRequest: 3 });
     const lease = leaseClient ? new RedisDetectorLease(leaseClient, databaseKey(config), Math.max(10_000, config.promptChangePollMs * 3)) : null;
     detector = new PromptChangeDetector(dataSource, core.history, core.identifiers, logger, config.promptChangePollMs, lease);
@@ -148,13 +156,14 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
     detector.start();
     core.webhookDispatcher.start();
 
-    const background = { promptEvents, detector, leaseClient, operations };
+    const background = { promptEvents, revocations, detector, leaseClient, operations };
     return await listen(config, services, logger, bus, background);
   } catch (error) {
     await bus?.close();
     await detector?.stop();
     await services?.webhookDispatcher.stop();
     await promptEvents?.close();
+    await revocations?.close();
     leaseClient?.disconnect();
     await operations?.close();
     await dataSource.destroy().catch(() => undefined);
@@ -164,6 +173,7 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
 
 interface PromptBackground {
   promptEvents: PromptEventBus;
+  revocations: RevocationBus;
   detector: PromptChangeDetector;
   leaseClient: Redis | null;
   operations: Operations;
@@ -201,18 +211,31 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
   // Apollo adds the introspection rule itself when INTROSPECTION=false; graphql-ws needs it here.
   const wsValidationRules = [...specifiedRules, ...validationRules, ...(config.introspection ? [] : [NoSchemaIntrospectionCustomRule])];
   const wsServer = new WebSocketServer({ server: httpServer, path: '/graphql', maxPayload: config.bodyLimitBytes });
+  const guards = new SocketGuards(
+    { perConnection: config.maxSubscriptionsPerConnection, perToken: config.maxSubscriptionsPerToken },
+    async (authorization) => (await authenticate(authorization)).caller,
+  );
+  const stopWatchingRevocations = services.tokens.onRevoked((tokenUid) => guards.revoked(tokenUid));
   // Live events are executed and serialised once per group of identical subscriptions and written in turns (see trace-fanout).
-  const wsCleanup = serveSubscriptions<Record<string, unknown>, { context?: GraphQLContext }>(
+  const wsCleanup = serveSubscriptions<Record<string, unknown>, { context?: GraphQLContext; guarded?: GuardedConnection }>(
     {
       schema,
       // Every operation over the socket is parsed, validated and costed here, by the same rules as over HTTP.
-      onSubscribe: async (ctx, _id, payload) => {
+      onSubscribe: async (ctx, id, payload) => {
+        // The token is checked again on every operation: a revoked one stops working at once.
+        const guarded = ctx.extra.guarded;
+        const caller = guarded ? await guards.recheck(guarded) : null;
+        if (!guarded || !caller) return [revokedTokenError()];
         let document: DocumentNode;
         try {
           document = parse(payload.query, parseOptions);
         } catch (error) {
           return [withCode(error, 'GRAPHQL_PARSE_FAILED')];
         }
+        // A subscription over the limits is refused before the costly checks (a burst of them stays cheap).
+        const isSubscription = getOperationAST(document, payload.operationName)?.operation === 'subscription';
+        const full = isSubscription ? guards.subscriptionRefusal(guarded) : null;
+        if (full) return [full];
         const errors = validateDocument(schema, document, wsValidationRules);
         if (errors.length > 0) return errors.map((error) => withCode(error, 'GRAPHQL_VALIDATION_FAILED'));
         const refusal = costRefusal(limits, schema, document, payload.variables, payload.operationName);
@@ -220,14 +243,27 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         // The same text rule as over HTTP (wellFormedTextPlugin).
         const illFormed = illFormedTextError(payload.variables);
         if (illFormed) return [illFormed];
-        const overLimit = await operations.rateLimitRefusal(ctx.extra.context?.caller ?? null, document, payload.operationName);
-        if (overLimit) return [overLimit];
+        const overRate = await operations.rateLimitRefusal(caller, document, payload.operationName);
+        if (overRate) return [overRate];
+        // Last: admitting takes one of the connection's and the token's subscription slots.
+        if (isSubscription) {
+          const overLimit = guards.admitSubscription(guarded, id);
+          if (overLimit) return [overLimit];
+        }
         return { schema, document, variableValues: payload.variables, operationName: payload.operationName };
       },
       onConnect: async (ctx) => {
         const context = await contextFor(ctx.connectionParams?.authorization, crypto.randomUUID());
         if (!context.caller) return false; // graphql-ws closes with 4403 Forbidden
         ctx.extra.context = context;
+        const guarded = guards.opened({
+          tokenUid: context.caller.tokenUid,
+          authorization: String(ctx.connectionParams?.authorization),
+          socket: ctx.extra.socket,
+          operations: () => ctx.subscriptions,
+        });
+        ctx.extra.guarded = guarded;
+        ctx.extra.socket.once('close', () => guards.closed(guarded));
         return true;
       },
       context: (ctx) => ({ ...(ctx.extra.context as GraphQLContext), loaders: createLoaders(services) }),
@@ -438,6 +474,8 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         await new Promise<void>((resolve) => wsServer.close(() => resolve()));
         await bus.close();
         await background.promptEvents.close();
+        stopWatchingRevocations();
+        await background.revocations.close();
         background.leaseClient?.disconnect();
         await services.mcp.close();
         await operations.close();

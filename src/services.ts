@@ -3,6 +3,7 @@
  */
 import type { DataSource } from 'typeorm';
 import { ApiTokenService } from './auth/api-token.service';
+import type { RevocationBus } from './auth/revocation-bus';
 import type { AppConfig } from './config';
 import { ConfigurationService } from './configurations/configuration.service';
 import type { Dialect } from './db/data-source';
@@ -50,7 +51,15 @@ export interface Services {
 
 export type CoreServices = Omit<Services, 'runs' | 'mcp'>;
 
-export function createCoreServices(dataSource: DataSource, dialect: Dialect, config: AppConfig, secrets: SecretBox, logger: Logger, promptEvents: PromptEventBus): CoreServices {
+export function createCoreServices(
+  dataSource: DataSource,
+  dialect: Dialect,
+  config: AppConfig,
+  secrets: SecretBox,
+  logger: Logger,
+  promptEvents: PromptEventBus,
+  revocations: RevocationBus,
+): CoreServices {
   const identifiers = new IdentifierLock(dataSource, dialect);
   const webhooks = createWebhookFeature(dataSource, config, secrets, logger);
   const history = new PromptHistoryService(dataSource, promptEvents, webhooks.outbox);
@@ -64,7 +73,7 @@ export function createCoreServices(dataSource: DataSource, dialect: Dialect, con
     models,
     configurations: new ConfigurationService(dataSource, identifiers, history),
     skills: new SkillService(dataSource, identifiers, history),
-    tokens: new ApiTokenService(dataSource, logger),
+    tokens: new ApiTokenService(dataSource, logger, revocations),
     providerTester: new ProviderTester(providers, models, logger),
     history,
     library: new PromptLibraryCache(dataSource, history),

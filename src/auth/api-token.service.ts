@@ -4,6 +4,7 @@ import type { Logger } from '../logger';
 import { NotFoundError, BadUserInputError } from '../shared/errors';
 import { unixNow } from '../shared/time';
 import { ApiTokenEntity } from './api-token.entity';
+import type { RevocationBus, RevocationListener } from './revocation-bus';
 import { type Caller, parseRole, Role } from './roles';
 
 const CACHE_TTL_MS = 5_000;
@@ -31,7 +32,9 @@ export function hashToken(token: string): string {
 /**
  * API tokens: random, shown once, stored only as sha256 hashes (they carry 256
  * bits of entropy, so a slow hash adds nothing). Lookups are cached briefly so
- * that authentication does not cost a query on every request.
+ * that authentication does not cost a query on every request; a revocation
+ * empties the cache of every instance at once (RevocationBus), and the
+ * listeners of `onRevoked` (open WebSockets) act on it.
  */
 export class ApiTokenService {
   private readonly repository: Repository<ApiTokenEntity>;
@@ -40,8 +43,16 @@ export class ApiTokenService {
   constructor(
     dataSource: DataSource,
     private readonly logger: Logger,
+    private readonly revocations: RevocationBus,
   ) {
     this.repository = dataSource.getRepository(ApiTokenEntity);
+    // Revocations made here and on other instances alike.
+    revocations.subscribe(() => this.cache.clear());
+  }
+
+  /** Called with the token's uid whenever a token is revoked, on any instance. */
+  onRevoked(listener: RevocationListener): () => void {
+    return this.revocations.subscribe(listener);
   }
 
   async authenticate(token: string): Promise<Caller | null> {
@@ -91,6 +102,7 @@ export class ApiTokenService {
     const result = await this.repository.update({ uid, revokedAt: 0 }, { revokedAt: unixNow() });
     if (!result.affected) throw new NotFoundError(`No active API token with uid ${uid}`, 'uid');
     this.cache.clear();
+    await this.revocations.publish(uid);
     this.logger.info({ tokenUid: uid }, 'api token revoked');
     return true;
   }

@@ -13,7 +13,9 @@ const CLIENT_CODES = new Set(['GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED
  */
 export function createErrorFormatter(logger: Logger) {
   return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
-    const original = unwrapResolverError(error);
+    const unwrapped = unwrapResolverError(error);
+    // An error raised outside a resolver (graphql-ws's hooks) may carry one of ours without a path.
+    const original = unwrapped instanceof GraphQLError && unwrapped.originalError instanceof AppError ? unwrapped.originalError : unwrapped;
     const path = formatted.path;
     const locations = formatted.locations;
     if (original instanceof AppError) {
