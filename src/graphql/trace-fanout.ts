@@ -35,17 +35,6 @@
  *
  * Every message of every subscription goes through the same path, so the
  * order of one subscription's messages is kept.
- *
- * 3. Incoming messages in turns (`InboundTurns`). A client can send thousands
- *    of messages in one burst, and each is parsed, validated and costed
- *    before anything else runs. Handled as they arrive, a burst of 5,000
- *    subscribes kept every other client waiting for seconds; so each socket
- *    has its messages handled a few at a time, sockets take turns, and one
- *    event-loop turn handles a bounded number, so a quiet client's message
- *    waits for at most one turn. A socket with a long backlog stops being
- *    read until it is worked off. A message's handling is started in order
- *    and never awaited (graphql-ws's handler lasts as long as the
- *    subscription it starts).
  */
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
@@ -92,7 +81,6 @@ export function serveSubscriptions<P extends Record<PropertyKey, unknown>, E ext
   fanout: TraceFanoutOptions,
 ): { dispose(): Promise<void> } {
   const turns = new DeliveryTurns(fanout.socketsPerTurn ?? SOCKETS_PER_TURN);
-  const inbound = new InboundTurns();
   const keepAliveMs = fanout.keepAliveMs ?? 12_000;
   const server = makeServer<P, SocketExtra & Partial<E>>({
     ...options,
@@ -136,7 +124,7 @@ export function serveSubscriptions<P extends Record<PropertyKey, unknown>, E ext
         close: (code, reason) => socket.close(code, reason),
         onMessage: (handle) =>
           socket.on('message', (data: Buffer) => {
-            inbound.accept(socket, String(data), (message) => handle(message).catch(fail));
+            handle(String(data)).catch(fail);
           }),
       },
       { socket, request } as SocketExtra & Partial<E>,
@@ -152,109 +140,6 @@ export function serveSubscriptions<P extends Record<PropertyKey, unknown>, E ext
       for (const client of wsServer.clients) client.close(1001, 'Going away');
       wsServer.removeAllListeners('connection');
     },
-  };
-}
-
-/** Messages of one socket handled in one turn before the next socket's (see InboundTurns). */
-const INBOUND_PER_SOCKET = 8;
-/** Messages handled in one event-loop turn, over all sockets. */
-const INBOUND_PER_TURN = 64;
-/** A socket with this many messages waiting is no longer read until its backlog is down to a quarter. */
-const INBOUND_BACKLOG_LIMIT = 1024;
-
-/** ws's readyState of an open socket. */
-const OPEN = 1;
-
-/** The part of a ws socket InboundTurns uses. */
-export interface PausableSocket {
-  pause(): void;
-  resume(): void;
-  readonly readyState: number;
-}
-
-/**
- * Hands incoming messages to their handler in turns (see the module
- * comment): at most `perSocket` of one socket, then the next socket's, and
- * at most `perTurn` in one event-loop turn.
- */
-export class InboundTurns {
-  /** Sockets with messages waiting, in the order they take their turns. */
-  private readonly ready: PausableSocket[] = [];
-  private readonly backlogs = new Map<PausableSocket, { messages: string[]; handle: (message: string) => void; paused: boolean }>();
-  private handledThisTurn = 0;
-  /** Messages handled at once (on arrival) in this turn, by socket. */
-  private readonly handledBySocket = new Map<PausableSocket, number>();
-  private turnQueued = false;
-
-  constructor(
-    private readonly perSocket = INBOUND_PER_SOCKET,
-    private readonly perTurn = INBOUND_PER_TURN,
-    private readonly backlogLimit = INBOUND_BACKLOG_LIMIT,
-  ) {}
-
-  accept(socket: PausableSocket, message: string, handle: (message: string) => void): void {
-    const backlog = this.backlogs.get(socket);
-    const ownThisTurn = this.handledBySocket.get(socket) ?? 0;
-    if (!backlog && ownThisTurn < this.perSocket && this.handledThisTurn < this.perTurn) {
-      this.handledThisTurn += 1;
-      this.handledBySocket.set(socket, ownThisTurn + 1);
-      this.queueTurn();
-      handle(message);
-      return;
-    }
-    if (backlog) {
-      backlog.messages.push(message);
-      if (!backlog.paused && backlog.messages.length >= this.backlogLimit) {
-        backlog.paused = true;
-        socket.pause();
-      }
-    } else {
-      this.backlogs.set(socket, { messages: [message], handle, paused: false });
-      this.ready.push(socket);
-    }
-    this.queueTurn();
-  }
-
-  /** Messages waiting, over all sockets. */
-  get waitingCount(): number {
-    let count = 0;
-    for (const backlog of this.backlogs.values()) count += backlog.messages.length;
-    return count;
-  }
-
-  private queueTurn(): void {
-    if (this.turnQueued) return;
-    this.turnQueued = true;
-    // The next turn starts after the timers and I/O that are due: other clients' messages among them.
-    setImmediate(this.turn);
-  }
-
-  private readonly turn = (): void => {
-    this.turnQueued = false;
-    this.handledThisTurn = 0;
-    this.handledBySocket.clear();
-    let sockets = this.ready.length;
-    while (sockets > 0 && this.handledThisTurn < this.perTurn) {
-      sockets -= 1;
-      const socket = this.ready.shift()!;
-      const backlog = this.backlogs.get(socket)!;
-      // What a closed socket still had waiting is dropped: nothing could be answered.
-      if (socket.readyState !== OPEN) {
-        this.backlogs.delete(socket);
-        continue;
-      }
-      const share = Math.min(this.perSocket, this.perTurn - this.handledThisTurn);
-      const messages = backlog.messages.splice(0, share);
-      this.handledThisTurn += messages.length;
-      for (const message of messages) backlog.handle(message);
-      if (backlog.paused && backlog.messages.length <= this.backlogLimit / 4) {
-        backlog.paused = false;
-        socket.resume();
-      }
-      if (backlog.messages.length > 0) this.ready.push(socket);
-      else this.backlogs.delete(socket);
-    }
-    if (this.ready.length > 0 || this.handledThisTurn > 0) this.queueTurn();
   };
 }
 

@@ -2,9 +2,7 @@
  * Subscriptions are bounded per graphql-ws connection and per token
  * (MAX_SUBSCRIPTIONS_PER_CONNECTION, MAX_SUBSCRIPTIONS_PER_TOKEN): one more is
  * refused with a graphql-ws error (BAD_USER_INPUT naming the variable), and a
- * slot is free again once its subscription ends, either way. A burst of
- * 5,000 subscribe messages on one socket is worked off in turns: another
- * client's message is handled while most of the burst still waits.
+ * slot is free again once its subscription ends, either way.
  */
 import { testDialects } from '../support/databases';
 import { RawGraphQLSocket, errorCode, type WsMessage } from '../support/raw-graphql-ws';
@@ -92,50 +90,5 @@ describe.each(testDialects)('subscription limits (%s)', (dialect) => {
       await second.waitFor(answered('7'));
       expect(second.of('7')[0]!.type).toBe('next');
     });
-  });
-
-  describe('a burst of 5,000 subscribe messages', () => {
-    let t: TestServer;
-    const kit = new RunKit(() => t);
-
-    beforeAll(async () => {
-      t = await startTestServer(dialect, { env: { MAX_SUBSCRIPTIONS_PER_CONNECTION: '5000', MAX_SUBSCRIPTIONS_PER_TOKEN: '300' } });
-    });
-    afterAll(async () => {
-      await t?.stop();
-      await kit.closeProviders();
-    });
-
-    it('does not keep another client waiting until it is worked off, and every message is answered once', async () => {
-      const run = await kit.startHeldToolRun();
-      const token = await t.tokenFor('VIEWER');
-      const burst = await RawGraphQLSocket.connect(t.server.wsUrl, token);
-      const other = await RawGraphQLSocket.connect(t.server.wsUrl, token);
-      const count = 5000;
-      for (let i = 0; i < count; i += 1) burst.subscribe(`b${i}`, TRACE, { id: run.id });
-      await burst.flushed();
-      // The server is working on the burst once its first answer arrives; now the other client asks.
-      await burst.waitFor((m) => m.type === 'next' || m.type === 'error');
-      other.subscribe('mine', TRACE, { id: run.id });
-      await other.waitFor(answered('mine'));
-
-      // Handled in turns, the burst had taken far fewer than the token's 300 slots when the other
-      // client's subscription came in; handled all at once, it would have taken them all first.
-      expect(other.of('mine')[0]).toMatchObject({ type: 'next', payload: { data: { runTrace: { sequence: 1 } } } });
-
-      await burst.waitFor((m) => m.type === 'error' || (m.type === 'next' && (m.payload as { data: { runTrace: { sequence: number } } }).data.runTrace.sequence === 1), count);
-      const firstAnswers = new Map<string, string>();
-      for (const message of burst.messages) if (message.id && !firstAnswers.has(message.id)) firstAnswers.set(message.id, message.type);
-      expect(firstAnswers.size).toBe(count);
-      const admitted = [...firstAnswers.values()].filter((type) => type === 'next').length;
-      expect(admitted).toBe(299);
-      const refusals = burst.messages.filter((m) => m.type === 'error');
-      expect(refusals).toHaveLength(count - admitted);
-      expect(refusals.every((m) => errorCode(m) === 'BAD_USER_INPUT')).toBe(true);
-      burst.close();
-      other.close();
-      run.release();
-      // Working off 5,000 subscribes (300 of them replaying a trace) takes a while on a loaded machine; nothing here waits on a clock.
-    }, 240_000);
   });
 });
