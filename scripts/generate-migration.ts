@@ -60,8 +60,8 @@ async function generateFor(
     const directory = path.join(root, 'src', 'db', 'migrations', dialect);
     for (const group of ['typo3', 'own'] as const) {
       const belongs = (statement: SchemaStatement) => isOwnTableStatement(statement) === (group === 'own');
-      const up = diff.up.filter(belongs).map(adapt);
-      const down = diff.down.filter(belongs);
+      const up = keepColumnData(dialect, diff.up.filter(belongs).map(adapt));
+      const down = keepColumnData(dialect, diff.down.filter(belongs));
       if (up.length === 0) continue;
       const className = `${name}${group === 'own' ? 'Own' : 'Typo3'}${capitalise(dialect)}${timestamp}`;
       const file = path.join(directory, `${timestamp}-${kebab(name)}-${group}.ts`);
@@ -72,6 +72,27 @@ async function generateFor(
   } finally {
     await dataSource.destroy();
   }
+}
+
+/**
+ * TypeORM changes a MySQL column's type or length by dropping the column and
+ * adding it again, which loses its data. A drop directly followed by the add
+ * of the same column becomes one MODIFY, which keeps it.
+ */
+function keepColumnData(dialect: 'sqlite' | 'mysql', statements: SchemaStatement[]): SchemaStatement[] {
+  if (dialect !== 'mysql') return statements;
+  const result: SchemaStatement[] = [];
+  for (let index = 0; index < statements.length; index++) {
+    const drop = /^ALTER TABLE (`\w+`) DROP COLUMN (`\w+`)$/.exec(statements[index].query);
+    const next = statements[index + 1];
+    if (drop && next && next.query.startsWith(`ALTER TABLE ${drop[1]} ADD ${drop[2]} `)) {
+      result.push({ query: `ALTER TABLE ${drop[1]} MODIFY ${next.query.slice(`ALTER TABLE ${drop[1]} ADD `.length)}` });
+      index++;
+      continue;
+    }
+    result.push(statements[index]);
+  }
+  return result;
 }
 
 function renderMigration(className: string, up: SchemaStatement[], down: SchemaStatement[]): string {

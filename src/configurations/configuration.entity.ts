@@ -1,10 +1,16 @@
 import { Column, Entity, Index } from 'typeorm';
-import { DecimalColumn, FlagColumn, IntColumn, MediumTextColumn, UnsignedIntColumn, VarcharColumn, textTransformer } from '../db/columns';
+import { DecimalColumn, MediumTextColumn, Typo3IntColumn, Typo3SwitchColumn, Typo3TextColumn, Typo3UnsignedIntColumn, VarcharColumn, textTransformer } from '../db/columns';
 import { Typo3Record } from '../db/typo3-record';
 
-/** `tx_nrllm_configuration`: a model with its parameters, prompt, snippet tags and skills (behaviour.md §1, §4, §5). */
+/**
+ * `tx_nrllm_configuration`: a model with its parameters, prompt, snippet tags
+ * and skills, as nr_llm's ext_tables.sql defines it. Columns for nr_llm
+ * features this service does not offer (model selection by criteria, usage
+ * limits, fallback chains, access groups, guardrails) are carried unchanged.
+ */
 @Entity({ name: 'tx_nrllm_configuration' })
 @Index('tx_nrllm_configuration_parent', ['pid'])
+@Index('tx_nrllm_configuration_model_uid', ['modelUid'])
 @Index('tx_nrllm_configuration_identifier', ['identifier'])
 export class ConfigurationEntity extends Typo3Record {
   @VarcharColumn('identifier', 100)
@@ -16,16 +22,29 @@ export class ConfigurationEntity extends Typo3Record {
   @Column({ name: 'description', type: 'text', nullable: true })
   description!: string | null;
 
-  @UnsignedIntColumn('model_uid')
+  @Typo3UnsignedIntColumn('model_uid')
   modelUid!: number;
+
+  @VarcharColumn('model_selection_mode', 20, { default: 'fixed' })
+  modelSelectionMode!: string;
+
+  @Typo3TextColumn('model_selection_criteria')
+  modelSelectionCriteria!: string | null;
+
+  /** A translation service name; part of the call options when set. */
+  @VarcharColumn('translator', 50)
+  translator!: string;
 
   @MediumTextColumn({ name: 'system_prompt', nullable: true, transformer: textTransformer })
   systemPrompt!: string;
 
+  @VarcharColumn('system_prompt_data_class', 32)
+  systemPromptDataClass!: string;
+
   @DecimalColumn('temperature', 3, 2, '0.70')
   temperature!: number;
 
-  @IntColumn('max_tokens', 1000)
+  @Typo3IntColumn('max_tokens', 1000)
   maxTokens!: number;
 
   @DecimalColumn('top_p', 3, 2, '1.00')
@@ -37,26 +56,53 @@ export class ConfigurationEntity extends Typo3Record {
   @DecimalColumn('presence_penalty', 3, 2, '0.00')
   presencePenalty!: number;
 
-  @IntColumn('timeout')
+  @Typo3IntColumn('timeout')
   timeout!: number;
 
   @Column({ name: 'options', type: 'text', nullable: true })
   options!: string | null;
+
+  @Typo3IntColumn('max_requests_per_day')
+  maxRequestsPerDay!: number;
+
+  @Typo3IntColumn('max_tokens_per_day')
+  maxTokensPerDay!: number;
+
+  @DecimalColumn('max_cost_per_day', 10, 2, '0.00')
+  maxCostPerDay!: number;
+
+  @Typo3TextColumn('fallback_chain')
+  fallbackChain!: string | null;
+
+  @VarcharColumn('preset_checksum', 64)
+  presetChecksum!: string;
+
+  @Typo3SwitchColumn('is_active', 1)
+  isActive!: boolean;
+
+  @Typo3SwitchColumn('is_default', 0)
+  isDefault!: boolean;
+
+  @Typo3IntColumn('allowed_groups')
+  allowedGroups!: number;
+
+  @Typo3SwitchColumn('require_second_approver', 0)
+  requireSecondApprover!: boolean;
+
+  @VarcharColumn('allowed_tool_groups', 255)
+  allowedToolGroups!: string;
+
+  @VarcharColumn('allowed_guardrails', 255)
+  allowedGuardrails!: string;
 
   /** CSV of tags selecting snippets into the effective system prompt. */
   @VarcharColumn('snippet_tags', 255)
   snippetTags!: string;
 
   /** Count of relation rows in `tx_nrllm_configuration_skill_mm` (TYPO3 convention). */
-  @UnsignedIntColumn('skills')
+  @Typo3IntColumn('skills')
   skills!: number;
 
-  @FlagColumn('is_active', 1)
-  isActive!: boolean;
-
-  @FlagColumn('is_default', 0)
-  isDefault!: boolean;
-
-  @UnsignedIntColumn('sorting')
+  @Typo3UnsignedIntColumn('sorting')
   sorting!: number;
 }

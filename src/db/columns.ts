@@ -91,3 +91,44 @@ export function VarcharColumn(name: string, length: number, options: { nullable?
     transformer: options.nullable ? undefined : textTransformer,
   });
 }
+
+/*
+ * Column types exactly as nr_llm's ext_tables.sql declares them, display
+ * widths included (TYPO3's schema analyser compares the full column type on
+ * MariaDB, where `int unsigned` would read back as `int(10) unsigned`).
+ */
+
+/** `int(11) DEFAULT n NOT NULL` (signed). */
+export function Typo3IntColumn(name: string, defaultValue = 0): PropertyDecorator {
+  return Column({ name, type: 'int', width: 11, default: defaultValue, transformer: integerTransformer });
+}
+
+/** `int(11) unsigned DEFAULT n NOT NULL`. */
+export function Typo3UnsignedIntColumn(name: string, defaultValue = 0): PropertyDecorator {
+  return Column({ name, type: 'int', width: 11, unsigned: true, default: defaultValue, transformer: integerTransformer });
+}
+
+/** `tinyint(1) DEFAULT n NOT NULL`: nr_llm's own switches (`is_active`, `enabled`, …). */
+export function Typo3SwitchColumn(name: string, defaultValue: 0 | 1): PropertyDecorator {
+  return Column({ name, type: 'tinyint', width: 1, default: defaultValue, transformer: flagTransformer });
+}
+
+/** `tinyint(4) unsigned DEFAULT 0 NOT NULL`: TYPO3's `deleted` and `hidden`. */
+export function Typo3StandardFlagColumn(name: string): PropertyDecorator {
+  return Column({ name, type: 'tinyint', width: 4, unsigned: true, default: 0, transformer: flagTransformer });
+}
+
+/** `smallint(5) unsigned DEFAULT 0 NOT NULL` read as a flag (`tx_nrllm_agentrun.truncated`). */
+export function Typo3SmallFlagColumn(name: string): PropertyDecorator {
+  return Column({ name, type: 'smallint', width: 5, unsigned: true, default: 0, transformer: flagTransformer });
+}
+
+/** `text` / `mediumtext` NULL: a column nr_llm keeps that the service only carries along. */
+export function Typo3TextColumn(name: string): PropertyDecorator {
+  return Column({ name, type: 'text', nullable: true });
+}
+
+/** `uid int(11) [unsigned] NOT NULL auto_increment`, the primary key. */
+export function Typo3UidColumn(options: { unsigned: boolean }): PropertyDecorator {
+  return Column({ name: 'uid', type: 'int', width: 11, unsigned: options.unsigned, primary: true, generated: 'increment' });
+}

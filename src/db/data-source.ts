@@ -106,9 +106,20 @@ function migrationsFor(dialect: 'sqlite' | 'mysql', schemaMode: SchemaMode): Mix
   return schemaMode === 'own' ? [...typo3, ...own] : [...own];
 }
 
-/** Widen the TYPO3 `mediumtext` columns, which SQLite has no name for (see `MediumTextColumn`). */
+/**
+ * Widen the TYPO3 `mediumtext` columns, which SQLite has no name for (see
+ * `MediumTextColumn`), and give the `tx_nrllm_*` indexes the names nr_llm's
+ * ext_tables.sql gives them (`parent`, `identifier`, …). Index names are per
+ * table in MySQL but per database in SQLite, so the entities carry them with
+ * the table name in front and MySQL drops it.
+ */
 function applyMysqlColumnTypes(dataSource: DataSource): void {
   for (const metadata of dataSource.entityMetadatas) {
+    if (metadata.tableName.startsWith('tx_nrllm_')) {
+      for (const index of metadata.indices) {
+        if (index.name.startsWith(`${metadata.tableName}_`)) index.name = index.name.slice(metadata.tableName.length + 1);
+      }
+    }
     for (const column of metadata.columns) {
       const owner = typeof column.target === 'function' ? column.target.name : metadata.targetName;
       if (isMediumTextColumn(owner, column.propertyName) || isMediumTextColumn(metadata.targetName, column.propertyName)) {

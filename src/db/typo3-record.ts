@@ -1,23 +1,26 @@
-import { PrimaryGeneratedColumn } from 'typeorm';
-import { FlagColumn, UnsignedIntColumn } from './columns';
+import { Typo3IntColumn, Typo3StandardFlagColumn, Typo3UnsignedIntColumn, Typo3UidColumn } from './columns';
 
-/** The TYPO3 standard columns every editable `tx_nrllm_*` table carries (behaviour.md §1). */
+/**
+ * The TYPO3 standard columns of nr_llm's editable tables, typed as its
+ * ext_tables.sql types them: a signed `uid` and `pid`, unsigned unix-second
+ * `tstamp`/`crdate`, `tinyint(4) unsigned` `deleted`/`hidden`.
+ */
 export abstract class Typo3Record {
-  @PrimaryGeneratedColumn({ name: 'uid', type: 'int', unsigned: true })
+  @Typo3UidColumn({ unsigned: false })
   uid!: number;
 
-  @UnsignedIntColumn('pid')
+  @Typo3IntColumn('pid')
   pid!: number;
 
-  @UnsignedIntColumn('tstamp')
+  @Typo3UnsignedIntColumn('tstamp')
   tstamp!: number;
 
-  @UnsignedIntColumn('crdate')
+  @Typo3UnsignedIntColumn('crdate')
   crdate!: number;
 
-  @FlagColumn('deleted', 0)
+  @Typo3StandardFlagColumn('deleted')
   deleted!: boolean;
 
-  @FlagColumn('hidden', 0)
+  @Typo3StandardFlagColumn('hidden')
   hidden!: boolean;
 }

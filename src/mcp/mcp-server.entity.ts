@@ -1,5 +1,5 @@
-import { Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
-import { flagTransformer, IntColumn, UnsignedIntColumn, VarcharColumn } from '../db/columns';
+import { Column, Entity, Index } from 'typeorm';
+import { Typo3IntColumn, Typo3StandardFlagColumn, Typo3SwitchColumn, Typo3UnsignedIntColumn, VarcharColumn, Typo3UidColumn } from '../db/columns';
 
 /**
  * `tx_nrllm_mcp_server`: an MCP server an administrator registered, column
@@ -10,10 +10,10 @@ import { flagTransformer, IntColumn, UnsignedIntColumn, VarcharColumn } from '..
 @Index('tx_nrllm_mcp_server_parent', ['pid'])
 @Index('tx_nrllm_mcp_server_identifier', ['identifier'])
 export class McpServerEntity {
-  @PrimaryGeneratedColumn({ name: 'uid', type: 'int' })
+  @Typo3UidColumn({ unsigned: false })
   uid!: number;
 
-  @IntColumn('pid')
+  @Typo3IntColumn('pid')
   pid!: number;
 
   /** Prefixes every imported tool name: `^[a-z0-9_]{1,32}$`. */
@@ -50,11 +50,11 @@ export class McpServerEntity {
   dataClass!: string;
 
   /** Every tool of the server waits for a person unless this is 0 (the operator's decision, never the server's). */
-  @Column({ name: 'requires_approval', type: 'tinyint', width: 1, default: 1, transformer: flagTransformer })
+  @Typo3SwitchColumn('requires_approval', 1)
   requiresApproval!: boolean;
 
   /** Off until an administrator switches it on. */
-  @Column({ name: 'enabled', type: 'tinyint', width: 1, default: 0, transformer: flagTransformer })
+  @Typo3SwitchColumn('enabled', 0)
   enabled!: boolean;
 
   /** `never_imported`, `ok`, `partial` or `error`. */
@@ -64,28 +64,28 @@ export class McpServerEntity {
   @Column({ name: 'import_error', type: 'text', nullable: true })
   importError!: string | null;
 
-  @UnsignedIntColumn('last_imported')
+  @Typo3UnsignedIntColumn('last_imported')
   lastImported!: number;
 
-  @UnsignedIntColumn('tool_count')
+  @Typo3UnsignedIntColumn('tool_count')
   toolCount!: number;
 
   /** Unix seconds of the last successful round trip (import or call); 0 = never reached. */
-  @UnsignedIntColumn('last_contact')
+  @Typo3UnsignedIntColumn('last_contact')
   lastContact!: number;
 
-  @UnsignedIntColumn('last_latency_ms')
+  @Typo3UnsignedIntColumn('last_latency_ms')
   lastLatencyMs!: number;
 
-  @UnsignedIntColumn('tstamp')
+  @Typo3UnsignedIntColumn('tstamp')
   tstamp!: number;
 
-  @UnsignedIntColumn('crdate')
+  @Typo3UnsignedIntColumn('crdate')
   crdate!: number;
 
-  @Column({ name: 'deleted', type: 'tinyint', unsigned: true, default: 0, transformer: flagTransformer })
+  @Typo3StandardFlagColumn('deleted')
   deleted!: boolean;
 
-  @Column({ name: 'hidden', type: 'tinyint', unsigned: true, default: 0, transformer: flagTransformer })
+  @Typo3StandardFlagColumn('hidden')
   hidden!: boolean;
 }

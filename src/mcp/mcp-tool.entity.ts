@@ -1,5 +1,5 @@
-import { Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
-import { flagTransformer, IntColumn, MediumTextColumn, UnsignedIntColumn, VarcharColumn } from '../db/columns';
+import { Column, Entity, Index } from 'typeorm';
+import { MediumTextColumn, Typo3IntColumn, Typo3SwitchColumn, Typo3UnsignedIntColumn, VarcharColumn, Typo3UidColumn } from '../db/columns';
 
 /**
  * `tx_nrllm_mcp_tool`: the catalogue an import stored for a server, as
@@ -10,14 +10,14 @@ import { flagTransformer, IntColumn, MediumTextColumn, UnsignedIntColumn, Varcha
 @Index('tx_nrllm_mcp_tool_server', ['server'])
 @Index('tx_nrllm_mcp_tool_tool_name', ['toolName'], { unique: true })
 export class McpToolEntity {
-  @PrimaryGeneratedColumn({ name: 'uid', type: 'int' })
+  @Typo3UidColumn({ unsigned: false })
   uid!: number;
 
-  @IntColumn('pid')
+  @Typo3IntColumn('pid')
   pid!: number;
 
   /** The `tx_nrllm_mcp_server` uid. */
-  @UnsignedIntColumn('server')
+  @Typo3UnsignedIntColumn('server')
   server!: number;
 
   /** `mcp_<identifier>_<remote>`: the name the model and the `tools` query see. */
@@ -40,12 +40,12 @@ export class McpToolEntity {
   remoteAnnotations!: string | null;
 
   /** In an earlier import, absent from the latest: kept for the operator, never offered. */
-  @Column({ name: 'orphaned', type: 'tinyint', width: 1, default: 0, transformer: flagTransformer })
+  @Typo3SwitchColumn('orphaned', 0)
   orphaned!: boolean;
 
-  @UnsignedIntColumn('tstamp')
+  @Typo3UnsignedIntColumn('tstamp')
   tstamp!: number;
 
-  @UnsignedIntColumn('crdate')
+  @Typo3UnsignedIntColumn('crdate')
   crdate!: number;
 }

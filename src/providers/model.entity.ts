@@ -1,12 +1,12 @@
 import { Column, Entity, Index } from 'typeorm';
-import { FlagColumn, IntColumn, UnsignedIntColumn, VarcharColumn } from '../db/columns';
+import { Typo3IntColumn, Typo3SwitchColumn, Typo3UnsignedIntColumn, VarcharColumn } from '../db/columns';
 import { Typo3Record } from '../db/typo3-record';
 
-/** `tx_nrllm_model`: a provider's model with its limits and prices (behaviour.md §1). */
+/** `tx_nrllm_model`: a provider's model with its limits and prices, as nr_llm's ext_tables.sql defines it. */
 @Entity({ name: 'tx_nrllm_model' })
 @Index('tx_nrllm_model_parent', ['pid'])
+@Index('tx_nrllm_model_provider_uid', ['providerUid'])
 @Index('tx_nrllm_model_identifier', ['identifier'])
-@Index('tx_nrllm_model_provider', ['providerUid'])
 export class ModelEntity extends Typo3Record {
   @VarcharColumn('identifier', 100)
   identifier!: string;
@@ -17,38 +17,52 @@ export class ModelEntity extends Typo3Record {
   @Column({ name: 'description', type: 'text', nullable: true })
   description!: string | null;
 
-  @UnsignedIntColumn('provider_uid')
+  @Typo3UnsignedIntColumn('provider_uid')
   providerUid!: number;
 
   @VarcharColumn('model_id', 150)
   modelId!: string;
 
-  @IntColumn('context_length')
+  @Typo3UnsignedIntColumn('context_length')
   contextLength!: number;
 
-  @IntColumn('max_output_tokens')
+  @Typo3UnsignedIntColumn('max_output_tokens')
   maxOutputTokens!: number;
+
+  /** Embedding dimensions (0 = unknown); carried, not used here. */
+  @Typo3UnsignedIntColumn('dimensions')
+  dimensions!: number;
 
   @VarcharColumn('capabilities', 255)
   capabilities!: string;
 
-  @IntColumn('default_timeout', 120)
+  /** nr_llm's capability discovery record; carried, not used here. */
+  @VarcharColumn('capabilities_discovered', 255)
+  capabilitiesDiscovered!: string;
+
+  @Typo3UnsignedIntColumn('capabilities_confirmed_at')
+  capabilitiesConfirmedAt!: number;
+
+  @VarcharColumn('capabilities_source', 20)
+  capabilitiesSource!: string;
+
+  @Typo3IntColumn('default_timeout', 120)
   defaultTimeout!: number;
 
   /** US cents per one million input tokens. */
-  @UnsignedIntColumn('cost_input')
+  @Typo3UnsignedIntColumn('cost_input')
   costInput!: number;
 
   /** US cents per one million output tokens. */
-  @UnsignedIntColumn('cost_output')
+  @Typo3UnsignedIntColumn('cost_output')
   costOutput!: number;
 
-  @FlagColumn('is_active', 1)
+  @Typo3SwitchColumn('is_active', 1)
   isActive!: boolean;
 
-  @FlagColumn('is_default', 0)
+  @Typo3SwitchColumn('is_default', 0)
   isDefault!: boolean;
 
-  @UnsignedIntColumn('sorting')
+  @Typo3UnsignedIntColumn('sorting')
   sorting!: number;
 }

@@ -1,11 +1,12 @@
 import { Column, Entity, Index } from 'typeorm';
-import { FlagColumn, IntColumn, UnsignedIntColumn, VarcharColumn } from '../db/columns';
+import { Typo3IntColumn, Typo3SwitchColumn, Typo3UnsignedIntColumn, VarcharColumn } from '../db/columns';
 import { Typo3Record } from '../db/typo3-record';
 
-/** `tx_nrllm_provider`: an endpoint and its credentials (behaviour.md §1). */
+/** `tx_nrllm_provider`: an endpoint and its credentials, as nr_llm's ext_tables.sql defines it. */
 @Entity({ name: 'tx_nrllm_provider' })
 @Index('tx_nrllm_provider_parent', ['pid'])
 @Index('tx_nrllm_provider_identifier', ['identifier'])
+@Index('tx_nrllm_provider_priority_active', ['priority', 'isActive'])
 export class ProviderEntity extends Typo3Record {
   @VarcharColumn('identifier', 100)
   identifier!: string;
@@ -16,8 +17,13 @@ export class ProviderEntity extends Typo3Record {
   @Column({ name: 'description', type: 'text', nullable: true })
   description!: string | null;
 
+  /** nr_llm's SQL default is '' (no adapter chosen yet): such a provider reads, but cannot be called. */
   @VarcharColumn('adapter_type', 50)
   adapterType!: string;
+
+  /** nr_llm's declared inference zone; carried, not interpreted here. */
+  @VarcharColumn('trust_zone', 20)
+  trustZone!: string;
 
   @VarcharColumn('endpoint_url', 500)
   endpointUrl!: string;
@@ -32,21 +38,21 @@ export class ProviderEntity extends Typo3Record {
   @VarcharColumn('organization_id', 100)
   organizationId!: string;
 
-  @IntColumn('api_timeout', 30)
+  @Typo3IntColumn('api_timeout', 120)
   apiTimeout!: number;
 
-  @IntColumn('max_retries', 3)
+  @Typo3IntColumn('max_retries', 3)
   maxRetries!: number;
 
   @Column({ name: 'options', type: 'text', nullable: true })
   options!: string | null;
 
-  @FlagColumn('is_active', 1)
+  @Typo3SwitchColumn('is_active', 1)
   isActive!: boolean;
 
-  @IntColumn('priority', 50)
+  @Typo3IntColumn('priority', 50)
   priority!: number;
 
-  @UnsignedIntColumn('sorting')
+  @Typo3UnsignedIntColumn('sorting')
   sorting!: number;
 }

@@ -76,7 +76,7 @@ export class ProviderService {
           endpointUrl: '',
           apiKey: '',
           organizationId: '',
-          apiTimeout: 30,
+          apiTimeout: 120,
           maxRetries: 3,
           options: null,
           isActive: true,
@@ -138,7 +138,7 @@ export class ProviderService {
       endpointUrl: row.endpointUrl,
       apiKey: this.resolveApiKey(row),
       organizationId: row.organizationId,
-      apiTimeout: row.apiTimeout > 0 ? row.apiTimeout : 30,
+      apiTimeout: row.apiTimeout > 0 ? row.apiTimeout : 120,
       maxRetries: Math.max(0, Math.min(10, row.maxRetries)),
       options: readJsonObject(row.options),
     };

@@ -1,23 +1,29 @@
-import { Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
-import { DecimalColumn, IntColumn, MediumTextColumn, UnsignedIntColumn, VarcharColumn, textTransformer } from '../db/columns';
+import { Entity, Index } from 'typeorm';
+import { DecimalColumn, MediumTextColumn, Typo3UnsignedIntColumn, VarcharColumn, textTransformer, Typo3UidColumn } from '../db/columns';
 
-/** `tx_nrllm_agentrun_event`: one stored step of a run's trace, numbered 1, 2, 3… per run. */
+/** `tx_nrllm_agentrun_event`: one stored step of a run's trace, numbered 1, 2, 3… per run (nr_llm's ext_tables.sql). */
 @Entity({ name: 'tx_nrllm_agentrun_event' })
+@Index('tx_nrllm_agentrun_event_parent', ['pid'])
 @Index('tx_nrllm_agentrun_event_run_sequence', ['run', 'sequence'])
+@Index('tx_nrllm_agentrun_event_crdate', ['crdate'])
 export class AgentRunEventEntity {
-  @PrimaryGeneratedColumn({ name: 'uid', type: 'int', unsigned: true })
+  @Typo3UidColumn({ unsigned: true })
   uid!: number;
 
-  @UnsignedIntColumn('run')
+  @Typo3UnsignedIntColumn('pid')
+  pid!: number;
+
+  @Typo3UnsignedIntColumn('run')
   run!: number;
 
-  @UnsignedIntColumn('sequence')
+  @Typo3UnsignedIntColumn('sequence')
   sequence!: number;
 
-  @VarcharColumn('kind', 20)
+  /** nr_llm's lower-case step kinds (`llm`, `tool`, …). */
+  @VarcharColumn('kind', 32)
   kind!: string;
 
-  @IntColumn('round')
+  @Typo3UnsignedIntColumn('round')
   round!: number;
 
   @DecimalColumn('duration_ms', 10, 2, '0.00')
@@ -27,6 +33,6 @@ export class AgentRunEventEntity {
   @MediumTextColumn({ name: 'payload', nullable: true, transformer: textTransformer })
   payload!: string;
 
-  @UnsignedIntColumn('crdate')
+  @Typo3UnsignedIntColumn('crdate')
   crdate!: number;
 }

@@ -12,10 +12,14 @@ import type { ApprovalStep, EndStep, RequestedToolCall, RunStep } from './engine
 import { OPEN_RUN_STATES } from './engine/run-machine';
 import type { StoredStep } from './trace-bus';
 import { storedCost, storedInt } from './engine/usage-limits';
+import { OPEN_STORED_STATUSES } from './run-status';
+
+/** Written into `claimed_by` of the runs this service executes; nr_llm's own workers write their ids there. */
+export const RUN_OWNER_MARK = 'promptwire';
 
 export type { RunState as RunStatus } from './engine/run-machine';
 
-const OPEN = [...OPEN_RUN_STATES];
+const OPEN = [...OPEN_STORED_STATUSES];
 
 export function toStoredStep(row: AgentRunEventEntity): StoredStep {
   let payload: Record<string, unknown> = {};
@@ -84,13 +88,16 @@ export class RunStore {
       const repository = manager.getRepository(AgentRunEntity);
       const row = await repository.save(repository.create({
         ...run,
+        pid: 0,
+        beUser: 0,
         status: 'QUEUED',
+        claimedBy: RUN_OWNER_MARK,
         iterations: 0,
         truncated: false,
         totalPromptTokens: 0,
         totalCompletionTokens: 0,
         totalTokens: 0,
-        estimatedCost: null,
+        estimatedCost: 0,
         terminationReason: '',
         errorClass: '',
         startedAt: 0,
@@ -269,7 +276,9 @@ export class RunStore {
       .getRepository(AgentRunEntity)
       .createQueryBuilder('r')
       .leftJoin(RunLeaseEntity, 'l', 'l.run_uid = r.uid')
-      .where('r.status IN (:...statuses)', { statuses: ['QUEUED', 'RUNNING'] })
+      .where('r.status IN (:...statuses)', { statuses: [...OPEN_STORED_STATUSES] })
+      // Only runs this service executes: nr_llm's own runs have their own workers and reaper.
+      .andWhere('r.claimed_by = :owner', { owner: RUN_OWNER_MARK })
       .andWhere('(l.run_uid IS NULL OR l.heartbeat_at < :cutoff)', { cutoff: unixNow() - staleSeconds })
       .getMany();
   }
@@ -358,8 +367,13 @@ function runRowFromEnd(step: EndStep): Partial<AgentRunEntity> {
     totalPromptTokens: storedInt(step.promptTokens),
     totalCompletionTokens: storedInt(step.completionTokens),
     totalTokens: storedInt(step.totalTokens),
-    estimatedCost: storedCost(step.estimatedCost),
+    estimatedCost: storedCost(step.estimatedCost) ?? 0,
     errorClass: (step.errorClass ?? '').slice(0, 255),
+    // A finished run is no longer suspended, queued or claimed (as nr_llm settles its runs).
+    suspendedState: '',
+    queuedRequest: '',
+    claimedBy: '',
+    leaseExpires: 0,
     finishedAt: now,
     tstamp: now,
   };

@@ -35,6 +35,12 @@ export interface RunView {
   error: string | null;
   /** The calls waiting for a decision; [] unless the run waits for approval. */
   pendingToolCalls: RequestedToolCall[];
+  /**
+   * The END step's cost: exact, and null for an unpriced model. The run row's
+   * `decimal(10,6) NOT NULL` column holds it clamped, and 0 for unpriced.
+   * Undefined while the run has no END.
+   */
+  endCost?: number | null;
 }
 
 /** One decision of `resolveToolApproval`. */
@@ -629,6 +635,7 @@ export class RunService {
       finalContent: typeof end?.finalContent === 'string' ? end.finalContent : null,
       error: typeof end?.error === 'string' ? end.error : null,
       pendingToolCalls: pending ?? [],
+      endCost: end ? (typeof end.estimatedCost === 'number' && Number.isFinite(end.estimatedCost) ? end.estimatedCost : null) : undefined,
     };
   }
 

@@ -7,6 +7,7 @@ import { fromUnix } from '../shared/time';
 import type { RunView } from './run.service';
 import type { StoredStep } from './trace-bus';
 import { storedInt } from './engine/usage-limits';
+import { publicRunStatus } from './run-status';
 
 export enum RunStatus {
   QUEUED = 'QUEUED',
@@ -209,7 +210,7 @@ export function toAgentRun(view: RunView): AgentRun {
   const { row } = view;
   return {
     id: row.uuid,
-    status: (Object.values(RunStatus) as string[]).includes(row.status) ? (row.status as RunStatus) : RunStatus.FAILED,
+    status: publicRunStatus(row.status) as RunStatus,
     terminationReason: row.terminationReason || null,
     dryRun: view.dryRun,
     configurationIdentifier: row.configurationIdentifier || null,
@@ -220,7 +221,7 @@ export function toAgentRun(view: RunView): AgentRun {
     promptTokens: storedInt(Number(row.totalPromptTokens)),
     completionTokens: storedInt(Number(row.totalCompletionTokens)),
     totalTokens: storedInt(Number(row.totalTokens)),
-    estimatedCost: row.estimatedCost === null ? null : Number(row.estimatedCost),
+    estimatedCost: view.endCost !== undefined ? view.endCost : Number(row.estimatedCost) || 0,
     error: view.error,
     pendingToolCalls: view.pendingToolCalls.map((call) => publicToolCall(call as ToolCall)),
     startedAt: row.startedAt ? fromUnix(row.startedAt) : null,

@@ -33,7 +33,7 @@ describe.each(testDialects)('a TYPO3-owned database on %s (SCHEMA_MODE=shared)',
   let t: TestServer;
   beforeAll(async () => {
     database = await createTestDatabase(dialect);
-    await createTypo3Tables(database);
+    await createTypo3Tables(database, { newerColumns: true });
     await fillLikeTypo3(database);
     t = await startTestServer(dialect, { database, env: { SCHEMA_MODE: 'shared' } });
   });
@@ -67,8 +67,49 @@ describe.each(testDialects)('a TYPO3-owned database on %s (SCHEMA_MODE=shared)',
 
   it('writes into TYPO3\'s tables without touching their extra columns', async () => {
     const created = await t.ok<{ createSnippet: { uid: number } }>('mutation { createSnippet(input: { identifier: "new_one", name: "New", snippet: "Text", tags: ["style"] }) { uid } }');
-    const rows = (await database.query('SELECT sys_language_uid, tags, deleted FROM tx_nrllm_promptsnippet WHERE uid = ?', [created.createSnippet.uid])) as Record<string, unknown>[];
-    expect(rows[0]).toEqual({ sys_language_uid: 0, tags: 'style', deleted: 0 });
+    const rows = (await database.query('SELECT future_flag, data_class, tags, deleted FROM tx_nrllm_promptsnippet WHERE uid = ?', [created.createSnippet.uid])) as Record<string, unknown>[];
+    expect(rows[0]).toEqual({ future_flag: 1, data_class: '', tags: 'style', deleted: 0 });
+  });
+
+  it('stores runs as nr_llm does: lower-case status and kinds, a cost that is never NULL, unclaimed when finished', async () => {
+    await t.ok('mutation { createProvider(input: { identifier: "local-demo", name: "Demo", adapterType: "demo" }) { uid } }');
+    await t.ok('mutation { createModel(input: { identifier: "demo-model", name: "Demo", provider: "local-demo", modelId: "demo" }) { uid } }');
+    await t.ok('mutation { createConfiguration(input: { identifier: "demo-conf", name: "Demo", model: "demo-model", snippetTags: ["persona"] }) { uid } }');
+    const started = await t.ok<{ startRun: { id: string } }>('mutation { startRun(input: { configuration: "demo-conf", prompt: "What is 2 + 3?", tools: ["calculator"] }) { id } }');
+    let run: { status: string; estimatedCost: number | null } | null = null;
+    for (let polls = 0; polls < 1000; polls++) {
+      run = (await t.ok<{ run: { status: string; estimatedCost: number | null } }>('query($id: ID!) { run(id: $id) { status estimatedCost } }', { id: started.startRun.id })).run;
+      if (run.status !== 'QUEUED' && run.status !== 'RUNNING') break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(run).toEqual({ status: 'COMPLETED', estimatedCost: null });
+    const [row] = (await database.query('SELECT uid, pid, status, be_user, estimated_cost, claimed_by, lease_expires, termination_reason, future_flag FROM tx_nrllm_agentrun WHERE uuid = ?', [started.startRun.id])) as Record<string, unknown>[];
+    expect({ ...row, uid: undefined, estimated_cost: Number(row.estimated_cost) }).toEqual({
+      uid: undefined,
+      pid: 0,
+      status: 'completed',
+      be_user: 0,
+      estimated_cost: 0,
+      claimed_by: '',
+      lease_expires: 0,
+      termination_reason: 'completed',
+      future_flag: 1,
+    });
+    const kinds = ((await database.query('SELECT kind FROM tx_nrllm_agentrun_event WHERE run = ? ORDER BY sequence', [row.uid])) as { kind: string }[]).map((event) => event.kind);
+    expect(kinds).toEqual(['context', 'request', 'llm', 'tool', 'context', 'request', 'llm', 'end']);
+  });
+
+  it('reads runs nr_llm wrote, whatever their status', async () => {
+    for (const [uuid, status] of [['typo3-waiting', 'waiting_for_approval'], ['typo3-old', 'COMPLETED'], ['typo3-odd', 'paused by hand']]) {
+      await database.query('INSERT INTO tx_nrllm_agentrun (uuid, status, be_user, claimed_by, lease_expires, tstamp, crdate) VALUES (?,?,?,?,?,?,?)', [uuid, status, 3, 'worker-1', now + 60, now, now]);
+    }
+    const read = async (id: string) => (await t.ok<{ run: { status: string } }>('query($id: ID!) { run(id: $id) { status } }', { id })).run.status;
+    expect([await read('typo3-waiting'), await read('typo3-old'), await read('typo3-odd')]).toEqual(['RUNNING', 'COMPLETED', 'FAILED']);
+    const runs = await t.ok<{ runs: { id: string }[] }>('{ runs(limit: 50) { id } }');
+    expect(runs.runs.map((r) => r.id)).toEqual(expect.arrayContaining(['typo3-waiting', 'typo3-old', 'typo3-odd']));
+    // nr_llm's own open run is not this service's to close as an orphan.
+    const [waiting] = (await database.query("SELECT status FROM tx_nrllm_agentrun WHERE uuid = 'typo3-waiting'")) as { status: string }[];
+    expect(waiting.status).toBe('waiting_for_approval');
   });
 
   it('created only its own tables', async () => {
@@ -85,7 +126,7 @@ describe.each(testDialects)('SCHEMA_MODE=shared on %s with TYPO3 tables missing 
   it('refuses to start and lists every missing column', async () => {
     const database = await createTestDatabase(dialect);
     try {
-      await createTypo3Tables(database, ['tx_nrllm_promptsnippet.metadata', 'tx_nrllm_configuration.snippet_tags']);
+      await createTypo3Tables(database, { omit: ['tx_nrllm_promptsnippet.metadata', 'tx_nrllm_configuration.snippet_tags'] });
       const config = loadConfig({ DATABASE_URL: database.config.kind === 'sqlite' ? `sqlite:${database.config.file}` : database.config.url, SCHEMA_MODE: 'shared', SECRET_KEY: 'a-test-secret-key-123', PORT: '0', LOG_LEVEL: 'silent' });
       await expect(createServer(config)).rejects.toThrow(/tx_nrllm_promptsnippet\.metadata[\s\S]*tx_nrllm_configuration\.snippet_tags|tx_nrllm_configuration\.snippet_tags[\s\S]*tx_nrllm_promptsnippet\.metadata/);
     } finally {

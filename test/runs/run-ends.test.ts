@@ -34,6 +34,17 @@ describe.each(testDialects)('every run ends (%s)', (dialect) => {
     expect(listed.data?.runs.map((r) => r.id)).toContain(run.id);
   });
 
+  test('a cost far beyond decimal(10,6): the run completes with a stored END, the column holds its largest value, the API the exact cost', async () => {
+    ts = await startTestServer(dialect);
+    const setup = await kit.setup({ costInput: 2_000_000_000, costOutput: 2_000_000_000 });
+    setup.provider.script({ text: 'expensive', usage: { prompt: 100_000_000, completion: 100_000_000 } });
+    const run = await kit.waitForRun((await kit.startRun({ configuration: setup.configuration, prompt: 'x', tools: [] })).id);
+    expect(run).toMatchObject({ status: 'COMPLETED', finalContent: 'expensive', estimatedCost: 4_000_000_000 });
+    expect(run.steps.map((step) => step.kind)).toEqual(['CONTEXT', 'REQUEST', 'LLM', 'END']);
+    const [row] = (await ts.database.query('SELECT status, estimated_cost FROM tx_nrllm_agentrun WHERE uuid = ?', [run.id])) as { status: string; estimated_cost: unknown }[];
+    expect({ status: row.status, cost: Number(row.estimated_cost) }).toEqual({ status: 'completed', cost: 9999.999999 });
+  });
+
   test('a run row holding 3e9 tokens (written by another program) does not break the runs list', async () => {
     ts = await startTestServer(dialect);
     const setup = await kit.setup();

@@ -5,8 +5,11 @@ import { AddRunLeaseOwnMysql1795955915443 } from './1795955915443-add-run-lease-
 import { AddMcpServersOwnMysql1796018380053 } from './1796018380053-add-mcp-servers-own';
 import { AddMcpServersTypo3Mysql1796018380053 } from './1796018380053-add-mcp-servers-typo3';
 import { AddPromptVersionsOwnMysql1796018541003 } from './1796018541003-add-prompt-versions-own';
+import { Typo3ParityTypo3Mysql1796029851071 } from './1796029851071-typo3-parity-typo3';
 import { AddWebhooksOwnMysql1796032425243 } from './1796032425243-add-webhooks-own';
 import { AddRunRequestsOwnMysql1796032847452 } from './1796032847452-add-run-requests-own';
 
-export const mysqlTypo3Migrations: Function[] = [InitialTypo3Mysql1795954286115, AddMcpServersTypo3Mysql1796018380053];
+
+
+export const mysqlTypo3Migrations: Function[] = [InitialTypo3Mysql1795954286115, AddMcpServersTypo3Mysql1796018380053, Typo3ParityTypo3Mysql1796029851071];
 export const mysqlOwnMigrations: Function[] = [InitialOwnMysql1795954286115, AddRunLeaseOwnMysql1795955915443, AddMcpServersOwnMysql1796018380053, AddPromptVersionsOwnMysql1796018541003, AddWebhooksOwnMysql1796032425243, AddRunRequestsOwnMysql1796032847452];

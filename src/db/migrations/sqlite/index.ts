@@ -5,8 +5,11 @@ import { AddRunLeaseOwnSqlite1795955915443 } from './1795955915443-add-run-lease
 import { AddMcpServersOwnSqlite1796018380053 } from './1796018380053-add-mcp-servers-own';
 import { AddMcpServersTypo3Sqlite1796018380053 } from './1796018380053-add-mcp-servers-typo3';
 import { AddPromptVersionsOwnSqlite1796018541003 } from './1796018541003-add-prompt-versions-own';
+import { Typo3ParityTypo3Sqlite1796029851071 } from './1796029851071-typo3-parity-typo3';
 import { AddWebhooksOwnSqlite1796032425243 } from './1796032425243-add-webhooks-own';
 import { AddRunRequestsOwnSqlite1796032847452 } from './1796032847452-add-run-requests-own';
 
-export const sqliteTypo3Migrations: Function[] = [InitialTypo3Sqlite1795954286115, AddMcpServersTypo3Sqlite1796018380053];
+
+
+export const sqliteTypo3Migrations: Function[] = [InitialTypo3Sqlite1795954286115, AddMcpServersTypo3Sqlite1796018380053, Typo3ParityTypo3Sqlite1796029851071];
 export const sqliteOwnMigrations: Function[] = [InitialOwnSqlite1795954286115, AddRunLeaseOwnSqlite1795955915443, AddMcpServersOwnSqlite1796018380053, AddPromptVersionsOwnSqlite1796018541003, AddWebhooksOwnSqlite1796032425243, AddRunRequestsOwnSqlite1796032847452];

@@ -1,0 +1,55 @@
+/**
+ * Run statuses as `tx_nrllm_agentrun.status` holds them. nr_llm writes its
+ * own values in lower case (`queued`, `running`, `waiting_for_approval`,
+ * `waiting_for_input`, `completed`, `failed`, `cancelled`); the service does
+ * the same, and speaks upper case inside (the GraphQL enum's names). A row
+ * may hold anything (older versions of this service wrote upper case, a
+ * newer nr_llm may add states): reading never fails.
+ */
+import type { ValueTransformer } from 'typeorm';
+import { OPEN_RUN_STATES, type RunState } from './engine/run-machine';
+
+export type RunStatus = RunState;
+
+/** The stored values that mean a run is still open, old upper-case spellings included (SQLite compares case-sensitively). */
+export const OPEN_STORED_STATUSES: readonly string[] = [...OPEN_RUN_STATES.map((state) => state.toLowerCase()), ...OPEN_RUN_STATES];
+
+/** What the service writes for a status: nr_llm's value. */
+export function storedRunStatus(status: RunStatus): string {
+  return status.toLowerCase();
+}
+
+/**
+ * A stored value as the service reads it: upper case, trimmed. nr_llm's
+ * waiting states and unknown values come through as they are (upper-cased),
+ * so code comparing with `QUEUED`/`RUNNING` leaves those runs alone.
+ */
+export function readRunStatus(value: unknown): string {
+  return typeof value === 'string' ? value.trim().toUpperCase() : '';
+}
+
+/**
+ * The status shown through the API: the known ones as they are; a run nr_llm
+ * keeps waiting for input (`waiting_for_input`, which this service does not
+ * have) is not finished, so RUNNING; anything else FAILED.
+ */
+export function publicRunStatus(value: string): RunStatus {
+  switch (value) {
+    case 'QUEUED':
+    case 'RUNNING':
+    case 'WAITING_FOR_APPROVAL':
+    case 'COMPLETED':
+    case 'FAILED':
+    case 'CANCELLED':
+      return value;
+    case 'WAITING_FOR_INPUT':
+      return 'RUNNING';
+    default:
+      return 'FAILED';
+  }
+}
+
+export const runStatusTransformer: ValueTransformer = {
+  to: (value: string | undefined) => (value === undefined ? undefined : value.toLowerCase()),
+  from: readRunStatus,
+};
