@@ -8,7 +8,7 @@
 import type { ConfigurationEntity } from '../configurations/configuration.entity';
 import { effectiveSystemPrompt, type SelectableSnippet } from '../configurations/effective-prompt';
 import type { PromptSnippetEntity } from '../snippets/snippet.entity';
-import { byListOrder } from '../snippets/snippet.service';
+import { insertInListOrder } from '../snippets/list-order';
 import { normalizeTag, parseSelectionTags, parseTags } from '../snippets/tag-rules';
 import type { PromptLibrary } from './prompt-library';
 import { unifiedDiff } from './version-state';
@@ -32,8 +32,8 @@ export function previewSnippetImpact(library: PromptLibrary, before: PromptSnipp
     let list = changedLookups.get(wanted);
     if (!list) {
       const rows = current.filter((row) => row.uid !== before.uid);
-      if (afterActive && afterTags.has(wanted)) rows.push(after);
-      changedLookups.set(wanted, (list = rows.sort(byListOrder)));
+      list = afterActive && afterTags.has(wanted) ? insertInListOrder(rows, after, library.collation) : rows;
+      changedLookups.set(wanted, list);
     }
     return list;
   };

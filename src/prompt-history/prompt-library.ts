@@ -13,7 +13,8 @@ import { effectiveSystemPromptOf, selectedSnippetsOf } from '../configurations/c
 import { getEntities } from '../db/raw-rows';
 import { liveRowsInListOrder } from '../db/record-rules';
 import { PromptSnippetEntity } from '../snippets/snippet.entity';
-import { ActiveSnippetIndex, byListOrder } from '../snippets/snippet.service';
+import { binaryCollation, nameCollationOf, type NameCollation } from '../snippets/list-order';
+import { ActiveSnippetIndex } from '../snippets/snippet.service';
 import { normalizeTag, parseSelectionTags, parseTags } from '../snippets/tag-rules';
 import type { PromptHistoryService } from './prompt-history.service';
 
@@ -25,11 +26,17 @@ export class PromptLibrary {
   private readonly configurationsByTag = new Map<string, ConfigurationEntity[]>();
   readonly active: ActiveSnippetIndex;
 
+  /**
+   * `snippets` and `configurations` in the database's list order (as
+   * `liveRowsInListOrder` reads them); `collation` is how that database
+   * compares names, for placing an edited row (see list-order.ts).
+   */
   constructor(
     readonly snippets: readonly PromptSnippetEntity[],
     readonly configurations: readonly ConfigurationEntity[],
+    readonly collation: NameCollation = binaryCollation,
   ) {
-    const ordered = [...snippets].sort(byListOrder);
+    const ordered = snippets;
     for (const row of ordered) {
       for (const tag of new Set(parseTags(row.tags))) {
         const list = this.liveByTagMap.get(tag);
@@ -117,6 +124,6 @@ export class PromptLibraryCache {
       getEntities(this.dataSource, liveRowsInListOrder(this.dataSource, PromptSnippetEntity, 's')),
       getEntities(this.dataSource, liveRowsInListOrder(this.dataSource, ConfigurationEntity, 'c')),
     ]);
-    return new PromptLibrary(snippets, configurations);
+    return new PromptLibrary(snippets, configurations, nameCollationOf(this.dataSource.options.type));
   }
 }

@@ -9,6 +9,13 @@ const usage = (promptTokens: number, completionTokens: number, extra: Partial<Us
 });
 
 describe('estimateCost', () => {
+  it('is nr_llm\'s Model::estimateCost to the last bit: 80983 / 11129 tokens at 150 / 120 cents cost 0.13482929999999999', () => {
+    const cost = estimateCost(usage(80983, 11129), { costInput: 150, costOutput: 120 });
+    expect(cost).toBe(0.13482929999999999);
+    expect(String(cost)).toBe('0.13482929999999999');
+    expect(cost).not.toBe(0.1348293);
+  });
+
   it('follows the behaviour.md formula: prompt × cost_input / 1e8 + completion × cost_output / 1e8', () => {
     // 23 prompt / 12 completion tokens (the §8 token example) at 250 and 1000 cents per million.
     const prices: ModelPrices = { costInput: 250, costOutput: 1000 };
@@ -35,7 +42,7 @@ describe('estimateCost', () => {
   it('bills cached reads at the cache-read price instead of the input price, never twice', () => {
     const prices: ModelPrices = { costInput: 300, costOutput: 1500, costCacheRead: 30 };
     // 400k uncached × $3/M + 600k cached × $0.30/M + 0 completion = 1.2 + 0.18
-    expect(estimateCost(usage(1_000_000, 0, { cachedInputTokens: 600_000 }), prices)).toBe(1.38);
+    expect(estimateCost(usage(1_000_000, 0, { cachedInputTokens: 600_000 }), prices)).toBeCloseTo(1.38, 12);
   });
 
   it('bills cache writes and reasoning at their own prices', () => {

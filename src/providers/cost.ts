@@ -1,9 +1,12 @@
 /**
- * Estimated cost of a provider call in US dollars (behaviour.md §8).
+ * Estimated cost of a provider call in US dollars.
  *
- * Prices are US cents per million tokens, so dollars = tokens × price / 1e8.
- * With only the two base prices this is exactly
- * `prompt × costInput / 1e8 + completion × costOutput / 1e8`. The optional
+ * Prices are US cents per million tokens. With only the two base prices this
+ * is nr_llm's `Model::estimateCost`, the same floating-point operations in the
+ * same order, so both sides report the same double:
+ * `(prompt / 1e6) × (costInput / 100) + (completion / 1e6) × (costOutput / 100)`
+ * (80983 / 11129 tokens at 150 / 120 cents give 0.13482929999999999, not a
+ * rounded 0.1348293). The optional
  * prices refine it without ever billing a token twice: cached reads and cache
  * writes are parts of `promptTokens` and reasoning is part of
  * `completionTokens` (that is how the adapters report usage), so each of those
@@ -22,7 +25,8 @@ export interface ModelPrices {
   costReasoning?: number | null;
 }
 
-const CENTS_PER_MILLION_TO_DOLLARS = 1e8;
+/** One class of tokens at its price, computed as nr_llm computes it: tokens per million times dollars. */
+const dollars = (tokens: number, centsPerMillion: number): number => (tokens / 1_000_000) * (centsPerMillion / 100);
 
 /** Null when the model is unpriced (no price at all): unknown, which is not the same as free. */
 export function estimateCost(usage: Usage, prices: ModelPrices): number | null {
@@ -40,14 +44,13 @@ export function estimateCost(usage: Usage, prices: ModelPrices): number | null {
   const cacheWrite = cacheWritePrice === null ? 0 : Math.min(count(usage.cacheWriteTokens), prompt - cacheRead);
   const reasoning = reasoningPrice === null ? 0 : Math.min(count(usage.reasoningTokens), completion);
 
-  const centsTimesMillion =
-    (prompt - cacheRead - cacheWrite) * prices.costInput +
-    cacheRead * (cacheReadPrice ?? 0) +
-    cacheWrite * (cacheWritePrice ?? 0) +
-    (completion - reasoning) * prices.costOutput +
-    reasoning * (reasoningPrice ?? 0);
-  // Round away binary noise (0.30000000000000004) well below the column's 6 decimals.
-  return Math.round((centsTimesMillion / CENTS_PER_MILLION_TO_DOLLARS) * 1e12) / 1e12;
+  // A class without its own price adds nothing (not even + 0), so the base case stays nr_llm's two terms.
+  let inputCost = dollars(prompt - cacheRead - cacheWrite, prices.costInput);
+  if (cacheReadPrice !== null) inputCost += dollars(cacheRead, cacheReadPrice);
+  if (cacheWritePrice !== null) inputCost += dollars(cacheWrite, cacheWritePrice);
+  let outputCost = dollars(completion - reasoning, prices.costOutput);
+  if (reasoningPrice !== null) outputCost += dollars(reasoning, reasoningPrice);
+  return inputCost + outputCost;
 }
 
 function price(value: number | null | undefined): number | null {

@@ -155,7 +155,7 @@ export class RunPreparer {
     const callOptions = callOptionsFor(configuration, model, activeSnippets, overrides);
 
     const settings = provider ? this.providers.settingsFor(provider) : null;
-    const adapter: ChatAdapter = settings ? (this.options.adapterFactory ?? ((s) => createChatAdapter(s, { logger: this.logger, ...(this.options.providerMaxResponseBytes ? { maxResponseBytes: this.options.providerMaxResponseBytes } : {}) })))(settings) : unusableAdapter;
+    const adapter: ChatAdapter = settings ? this.adapterFor(settings) : unusableAdapter;
 
     return {
       configuration,
@@ -181,6 +181,20 @@ export class RunPreparer {
       },
     };
   }
+
+  /**
+   * The provider's adapter. A provider that cannot be called (nr_llm's SQL
+   * default `adapter_type = ''`, an unknown type) still reads and dry-runs; a
+   * live run's first call fails with the reason, and the run ends FAILED.
+   */
+  private adapterFor(settings: Parameters<NonNullable<RunPreparerOptions['adapterFactory']>>[0]): ChatAdapter {
+    const factory = this.options.adapterFactory ?? ((s) => createChatAdapter(s, { logger: this.logger, ...(this.options.providerMaxResponseBytes ? { maxResponseBytes: this.options.providerMaxResponseBytes } : {}) }));
+    try {
+      return factory(settings);
+    } catch (error) {
+      return failingAdapter(error);
+    }
+  }
 }
 
 function toSkillInput(skill: SkillEntity): SkillInput {
@@ -196,6 +210,7 @@ function callOptionsFor(
 ): CallOptions {
   const { system_prompt: _systemPrompt, ...options } = callOptionsOf(configuration, model, activeSnippets, overrides);
   return { ...options, model: typeof options.model === 'string' ? options.model : (model?.modelId ?? '') };
+
 }
 
 /** Used only for a dry run of a configuration without a model: the loop never calls it. */
@@ -207,3 +222,15 @@ const unusableAdapter: ChatAdapter = {
     throw new Error('no model configured');
   },
 };
+
+/** An adapter whose every call fails with `error` (why the provider cannot be called). */
+function failingAdapter(error: unknown): ChatAdapter {
+  return {
+    adapterType: 'custom',
+    chat: () => Promise.reject(error),
+    // eslint-disable-next-line require-yield
+    stream: async function* () {
+      throw error;
+    },
+  };
+}

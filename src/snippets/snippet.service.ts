@@ -34,11 +34,6 @@ export interface SnippetFilter extends Page {
  */
 export const MAX_SEARCH_LENGTH = 1000;
 
-/** Sorting, then name, then uid so that pages are stable. */
-export function byListOrder(a: PromptSnippetEntity, b: PromptSnippetEntity): number {
-  return a.sorting - b.sorting || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) || a.uid - b.uid;
-}
-
 export class SnippetService {
   constructor(
     private readonly dataSource: DataSource,
@@ -55,12 +50,15 @@ export class SnippetService {
     return filterByTag(await this.allActive(), tag);
   }
 
-  /** Every active, non-deleted snippet in list order: one query, shared by all tag lookups of a request. */
+  /**
+   * Every active, non-deleted snippet in list order: one query, shared by all
+   * tag lookups of a request. The order is the database's (`ORDER BY sorting,
+   * name`, names by the table's collation), as nr_llm's lookup has it.
+   */
   async allActive(): Promise<PromptSnippetEntity[]> {
-    const rows = await getPreparedEntities(this.dataSource, 'snippets:active', () =>
+    return getPreparedEntities(this.dataSource, 'snippets:active', () =>
       liveRowsInListOrder(this.dataSource, PromptSnippetEntity, 's').andWhere('s.is_active = 1'),
     );
-    return rows.sort(byListOrder);
   }
 
   async list(filter: SnippetFilter): Promise<PromptSnippetEntity[]> {
@@ -106,7 +104,7 @@ export class SnippetService {
 
   /** The tag vocabulary of behaviour.md §2: every non-deleted snippet, hidden and inactive included. */
   async vocabulary(): Promise<string[]> {
-    const rows = await this.dataSource.getRepository(PromptSnippetEntity).createQueryBuilder('s').select(['s.uid', 's.tags']).where('s.deleted = 0').getMany();
+    const rows = await this.dataSource.getRepository(PromptSnippetEntity).createQueryBuilder('s').select(['s.uid', 's.tags']).where('s.deleted = 0').orderBy('s.uid', 'ASC').getMany();
     return tagVocabulary(rows.map((row) => row.tags));
   }
 

@@ -255,7 +255,7 @@ describe('compareByteOrder', () => {
 });
 
 describe('tagVocabulary', () => {
-  it('lists every tag once, normalised, sorted by byte order', () => {
+  it('lists every tag once, normalised, sorted as nr_llm\'s tag picker sorts them (PHP ksort)', () => {
     expect(tagVocabulary(['Style,persona', ' layout ,STYLE', 'Audience'])).toEqual([
       'audience',
       'layout',
@@ -272,7 +272,7 @@ describe('tagVocabulary', () => {
     expect(tagVocabulary([])).toEqual([]);
   });
 
-  it('sorts by bytes, not by locale', () => {
+  it('sorts text keys by bytes, not by locale', () => {
     expect(tagVocabulary(['zeta,Ärger,apfel,_intern,9lives,Zebra'])).toEqual([
       '9lives',
       '_intern',
@@ -283,8 +283,19 @@ describe('tagVocabulary', () => {
     ]);
   });
 
-  it('sorts numeric-looking tags as text', () => {
-    expect(tagVocabulary(['10,9,100'])).toEqual(['10', '100', '9']);
+  it('sorts integer tags as numbers, as PHP array keys: 10,9,01,1 gives 01, 1, 9, 10', () => {
+    expect(tagVocabulary(['10,9,01,1'])).toEqual(['01', '1', '9', '10']);
+    expect(tagVocabulary(['10,9,100'])).toEqual(['9', '10', '100']);
+  });
+
+  it('of two tags PHP finds equal, the first seen comes first', () => {
+    expect(tagVocabulary(['1', '01'])).toEqual(['1', '01']);
+    expect(tagVocabulary(['01', '1'])).toEqual(['01', '1']);
+  });
+
+  it('compares an integer with other text as text, and numeric strings as numbers', () => {
+    expect(tagVocabulary(['b,2,10,1.5,1e1,a'])).toEqual(['1.5', '2', '10', '1e1', 'a', 'b']);
+    expect(tagVocabulary(['9lives,10,9'])).toEqual(['9', '10', '9lives']);
   });
 
   it('accepts any iterable', () => {

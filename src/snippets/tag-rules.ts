@@ -159,8 +159,11 @@ function codePoints(text: string): number[] {
 
 /**
  * The tag vocabulary: every tag of the given CSV columns (missing ones read as
- * no tags), normalised, each once, sorted by byte order. The caller decides
- * which rows count (behaviour.md §2: all non-deleted snippets).
+ * no tags), normalised, each once, in the order nr_llm's tag picker lists
+ * them (`SnippetTagItems`): the tags are the keys of a PHP array sorted with
+ * `ksort`. The caller decides which rows count (all non-deleted snippets) and
+ * in which order they come (it only decides between tags PHP finds equal,
+ * `01` and `1`, which keep their first appearance).
  */
 export function tagVocabulary(csvs: Iterable<string | null | undefined>): string[] {
   const vocabulary = new Set<string>();
@@ -169,5 +172,43 @@ export function tagVocabulary(csvs: Iterable<string | null | undefined>): string
       vocabulary.add(tag);
     }
   }
-  return [...vocabulary].sort(compareByteOrder);
+  // Array.prototype.sort is stable, as PHP 8's sort is.
+  return [...vocabulary].sort(comparePhpArrayKeys);
+}
+
+/**
+ * PHP 8's `ksort` order of two array keys. A string that is a canonical
+ * decimal integer (`"10"`, `"-3"`, not `"01"` or `"+1"`) is stored as an int
+ * key. Two ints compare as numbers; an int and a numeric string (`"01"`,
+ * `"1.5"`, `"1e3"`) as numbers too; an int and any other string as text
+ * (the int written out); two strings as numbers when both are numeric,
+ * otherwise byte by byte. So `10,9,01,1` lists as `01, 1, 9, 10`.
+ */
+export function comparePhpArrayKeys(left: string, right: string): number {
+  const leftInt = isPhpIntegerKey(left);
+  const rightInt = isPhpIntegerKey(right);
+  if (leftInt && rightInt) return compareIntegers(left, right);
+  if ((leftInt || isPhpNumericString(left)) && (rightInt || isPhpNumericString(right))) {
+    return Math.sign(Number(left) - Number(right));
+  }
+  return compareByteOrder(left, right);
+}
+
+const PHP_INT_MAX = 9223372036854775807n;
+
+/** Whether PHP turns this string array key into an integer key. */
+export function isPhpIntegerKey(key: string): boolean {
+  if (!/^(0|-?[1-9][0-9]*)$/.test(key)) return false;
+  const value = BigInt(key);
+  return value <= PHP_INT_MAX && value >= -PHP_INT_MAX - 1n;
+}
+
+/** PHP 8's numeric strings: optional leading and trailing whitespace, a sign, digits with a dot or an exponent. */
+function isPhpNumericString(text: string): boolean {
+  return /^[ \t\n\r\v\f]*[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?[ \t\n\r\v\f]*$/.test(text);
+}
+
+function compareIntegers(left: string, right: string): number {
+  const difference = BigInt(left) - BigInt(right);
+  return difference < 0n ? -1 : difference > 0n ? 1 : 0;
 }

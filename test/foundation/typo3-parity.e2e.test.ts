@@ -1,0 +1,81 @@
+/**
+ * Cases where nr_llm's own code (0.33) and this service used to answer
+ * differently on the same rows, through the running server: rows are written
+ * by SQL, as TYPO3 writes them, and read over GraphQL.
+ */
+import { createTestDatabase, testDialects, type TestDatabase } from '../support/databases';
+import { startTestServer, type TestServer } from '../support/server';
+import { createTypo3Tables } from '../support/typo3-schema';
+
+const now = 1_700_000_000;
+
+describe.each(testDialects)('nr_llm parity on %s (rows written as TYPO3 writes them)', (dialect) => {
+  let database: TestDatabase;
+  let t: TestServer;
+  beforeAll(async () => {
+    database = await createTestDatabase(dialect);
+    await createTypo3Tables(database);
+    t = await startTestServer(dialect, { database, env: { SCHEMA_MODE: 'shared' } });
+  });
+  afterAll(async () => t?.stop());
+
+  const snippet = (identifier: string, name: string, tags: string, sorting = 0) =>
+    database.query('INSERT INTO tx_nrllm_promptsnippet (tstamp, crdate, identifier, name, tags, snippet, sorting) VALUES (?,?,?,?,?,?,?)', [now, now, identifier, name, tags, `Text of ${identifier}.`, sorting]);
+
+  it('orders snippets within a tag by the database\'s collation of the name, as nr_llm\'s ORDER BY sorting, name does', async () => {
+    await snippet('upper_b', 'B', 'collation');
+    await snippet('lower_a', 'a', 'collation');
+    const data = await t.ok<{ snippets: { name: string }[] }>('{ snippets(tag: "collation") { name } }');
+    // utf8mb4_unicode_ci compares without case (a before B); SQLite's BINARY compares bytes (B before a).
+    expect(data.snippets.map((s) => s.name)).toEqual(dialect === 'mysql' ? ['a', 'B'] : ['B', 'a']);
+    await database.query(
+      'INSERT INTO tx_nrllm_configuration (tstamp, crdate, identifier, name, system_prompt, snippet_tags) VALUES (?,?,?,?,?,?)',
+      [now, now, 'collated', 'Collated', '', 'collation'],
+    );
+    const configuration = await t.ok<{ configuration: { effectiveSystemPrompt: string; composition: { parts: { snippet: { identifier: string } }[] } } }>(
+      '{ configuration(identifier: "collated") { effectiveSystemPrompt composition { parts { snippet { identifier } } } } }',
+    );
+    const order = dialect === 'mysql' ? ['lower_a', 'upper_b'] : ['upper_b', 'lower_a'];
+    const blocks = dialect === 'mysql' ? ['a:\nText of lower_a.', 'B:\nText of upper_b.'] : ['B:\nText of upper_b.', 'a:\nText of lower_a.'];
+    expect(configuration.configuration.effectiveSystemPrompt).toBe(blocks.join('\n\n'));
+    expect(configuration.configuration.composition.parts.map((part) => part.snippet.identifier)).toEqual(order);
+  });
+
+  it('lists the tag vocabulary as nr_llm\'s tag picker does (10,9,01,1 gives 01, 1, 9, 10)', async () => {
+    await snippet('numbers', 'Numbers', '10,9,01,1');
+    const tags = (await t.ok<{ snippetTags: string[] }>('{ snippetTags }')).snippetTags;
+    const numeric = tags.filter((tag) => /^\d+$/.test(tag));
+    expect(numeric).toEqual(['01', '1', '9', '10']);
+  });
+
+  it('a provider with nr_llm\'s default adapter_type \'\' reads and dry-runs; a live run ends FAILED with the reason', async () => {
+    await database.query('INSERT INTO tx_nrllm_provider (tstamp, crdate, identifier, name) VALUES (?,?,?,?)', [now, now, 'unset', 'Not set up yet']);
+    const [provider] = (await database.query("SELECT uid FROM tx_nrllm_provider WHERE identifier = 'unset'")) as { uid: number }[];
+    await database.query('INSERT INTO tx_nrllm_model (tstamp, crdate, identifier, name, provider_uid, model_id) VALUES (?,?,?,?,?,?)', [now, now, 'unset-model', 'Unset', provider.uid, 'm']);
+    const [model] = (await database.query("SELECT uid FROM tx_nrllm_model WHERE identifier = 'unset-model'")) as { uid: number }[];
+    await database.query('INSERT INTO tx_nrllm_configuration (tstamp, crdate, identifier, name, model_uid, system_prompt) VALUES (?,?,?,?,?,?)', [now, now, 'unset-conf', 'Unset', model.uid, 'Be brief.']);
+
+    const providers = await t.ok<{ providers: { identifier: string; adapterType: string }[] }>('{ providers { identifier adapterType } }');
+    expect(providers.providers).toContainEqual({ identifier: 'unset', adapterType: '' });
+
+    const wait = async (id: string) => {
+      for (let polls = 0; ; polls++) {
+        const run = (await t.ok<{ run: { status: string; terminationReason: string | null; error: string | null; steps: { kind: string }[] } }>(
+          'query($id: ID!) { run(id: $id) { status terminationReason error steps { kind } } }',
+          { id },
+        )).run;
+        if ((run.status !== 'QUEUED' && run.status !== 'RUNNING') || polls > 500) return run;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    const dry = await t.gql<{ startRun: { id: string } }>('mutation { startRun(input: { configuration: "unset-conf", prompt: "Hi", dryRun: true }) { id } }');
+    expect(dry.errors).toBeUndefined();
+    expect(await wait(dry.data!.startRun.id)).toEqual({ status: 'COMPLETED', terminationReason: 'dry_run', error: null, steps: [{ kind: 'ASSEMBLED' }, { kind: 'END' }] });
+
+    const live = await t.gql<{ startRun: { id: string } }>('mutation { startRun(input: { configuration: "unset-conf", prompt: "Hi", tools: [] }) { id } }');
+    expect(live.errors).toBeUndefined();
+    const failed = await wait(live.data!.startRun.id);
+    expect(failed).toMatchObject({ status: 'FAILED', terminationReason: 'provider_failed' });
+    expect(failed.error).toMatch(/unknown adapter type ""/);
+  });
+});
