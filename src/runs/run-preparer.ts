@@ -198,7 +198,16 @@ export class RunPreparer {
 }
 
 function toSkillInput(skill: SkillEntity): SkillInput {
-  return { identifier: skill.identifier, name: skill.name, body: skill.body, bodyChecksum: skill.bodyChecksum, enabled: skill.enabled, orphaned: skill.orphaned };
+  return {
+    identifier: skill.identifier,
+    source: skill.source ?? 0,
+    name: skill.name,
+    body: skill.body,
+    bodyChecksum: skill.bodyChecksum,
+    supportStatus: skill.supportStatus ?? 'full',
+    enabled: skill.enabled,
+    orphaned: skill.orphaned,
+  };
 }
 
 /** behaviour.md §5 without the system prompt, which the loop sends as message 0. */

@@ -1,6 +1,6 @@
 import { IsOptional, MaxLength } from 'class-validator';
 import { Field, InputType, Int, ObjectType } from 'type-graphql';
-import { sha256Hex } from './skill.service';
+import { skillChecksumMatches } from '../runs/engine/skill-block';
 import type { SkillEntity } from './skill.entity';
 
 @ObjectType({ simpleResolvers: true, description: 'Reviewed reference prose injected into the first user message of a run.' })
@@ -24,7 +24,7 @@ export function toSkill(row: SkillEntity): Skill {
     body: row.body,
     enabled: row.enabled,
     orphaned: row.orphaned,
-    checksumValid: sha256Hex(row.body) === row.bodyChecksum.toLowerCase(),
+    checksumValid: skillChecksumMatches(row),
   };
 }
 

@@ -74,6 +74,8 @@ function skill(identifier: string, body: string, overrides: Partial<SkillInput> 
     name: `Skill ${identifier}`,
     body,
     bodyChecksum: createHash('sha256').update(body).digest('hex'),
+    source: 0,
+    supportStatus: 'full',
     enabled: true,
     orphaned: false,
     ...overrides,
