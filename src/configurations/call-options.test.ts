@@ -12,6 +12,7 @@ function configuration(overrides: Partial<Configuration> = {}): Configuration {
     maxTokens: 1000,
     systemPrompt: '',
     timeout: 0,
+    translator: '',
     options: {},
     ...overrides,
   };
@@ -89,15 +90,34 @@ describe('buildCallOptions: timeout', () => {
     expect(build({ configuration: configuration({ timeout: 0 }), model: null }).timeout).toBe(120);
   });
 
-  it("falls back to 120 when the model's default_timeout is not > 0", () => {
-    expect(build({ model: model({ defaultTimeout: 0 }) }).timeout).toBe(120);
+  it("takes the model's default_timeout as it is, 0 included, as nr_llm's getEffectiveTimeout does", () => {
+    expect(build({ model: model({ defaultTimeout: 0 }) }).timeout).toBe(0);
   });
 
-  it('effectiveTimeout applies the same chain', () => {
+  it('effectiveTimeout applies the same chain; 120 only without a model', () => {
     expect(effectiveTimeout(10, { defaultTimeout: 20 })).toBe(10);
     expect(effectiveTimeout(0, { defaultTimeout: 20 })).toBe(20);
-    expect(effectiveTimeout(-5, { defaultTimeout: -1 })).toBe(DEFAULT_TIMEOUT_SECONDS);
-    expect(effectiveTimeout(0, null)).toBe(120);
+    expect(effectiveTimeout(-5, { defaultTimeout: -1 })).toBe(-1);
+    expect(effectiveTimeout(0, null)).toBe(DEFAULT_TIMEOUT_SECONDS);
+  });
+
+  it('carries the translator after the model when one is set, as nr_llm does', () => {
+    expect(Object.keys(build({ configuration: configuration({ translator: 'deepl' }) }))).toEqual([
+      'temperature', 'top_p', 'frequency_penalty', 'presence_penalty', 'max_tokens', 'model', 'translator', 'timeout',
+    ]);
+    expect(build().translator).toBeUndefined();
+  });
+
+  it('removes a provider key, whether from the options or an override', () => {
+    expect(build({ configuration: configuration({ options: { provider: 'openai', seed: 1 } }) })).not.toHaveProperty('provider');
+    expect(build({ overrides: { provider: 'x' } })).not.toHaveProperty('provider');
+  });
+
+  it('replaces only an integer max_tokens ≤ 0; a fraction or a string stays, as PHP\'s is_int decides', () => {
+    const withMaximum = model({ maxOutputTokens: 4096 });
+    expect(build({ model: withMaximum, configuration: configuration({ options: { max_tokens: -1.5 } }) }).max_tokens).toBe(-1.5);
+    expect(build({ model: withMaximum, configuration: configuration({ options: { max_tokens: '0' } }) }).max_tokens).toBe('0');
+    expect(build({ model: withMaximum, configuration: configuration({ options: { max_tokens: 0 } }) }).max_tokens).toBe(4096);
   });
 });
 

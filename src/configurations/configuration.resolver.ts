@@ -9,6 +9,7 @@ import { Composition, ConfigurationVersion, toConfigurationVersion, toVersionDif
 import { BadUserInputError } from '../shared/errors';
 import { Skill, toSkill } from '../skills/skill.types';
 import { PromptSnippet } from '../snippets/snippet.types';
+import { NotFoundError } from '../shared/errors';
 import { callOptionsOf, type ConfigurationWriter, effectiveSystemPromptOf, selectedSnippetsOf } from './configuration.service';
 import { CreateConfigurationInput, LlmConfiguration, toLlmConfiguration, UpdateConfigurationInput } from './configuration.types';
 
@@ -71,12 +72,16 @@ export class ConfigurationResolver {
   }
 
   @FieldResolver(() => JSONScalar, {
+    nullable: true,
     complexity: COMPOSED_PROMPT_COST,
-    description: 'The call options a model call with this configuration sends (behaviour.md §5): typed parameters, the options JSON merged over them, the effective system prompt, and the max_tokens fallback.',
+    description:
+      'The call options a model call with this configuration sends, as nr_llm builds them: typed parameters, the options JSON merged over them, the effective system prompt, and the max_tokens fallback. A configuration without a model has none: null, with the error `Configuration "…" has no model assigned` (NOT_FOUND).',
   })
   async callOptions(@Root() configuration: LlmConfiguration, @Ctx() { loaders }: GraphQLContext): Promise<Record<string, unknown>> {
     const entity = configuration.entity;
     const [model, activeSnippets] = await Promise.all([entity.modelUid ? loaders.modelByUid.load(entity.modelUid) : null, loaders.activeSnippets()]);
+    // nr_llm plans a call only with a model (ConfigurationCallPlanner::resolveModel).
+    if (!model) throw new NotFoundError(`Configuration "${entity.identifier}" has no model assigned`, 'model');
     return callOptionsOf(entity, model, activeSnippets);
   }
 

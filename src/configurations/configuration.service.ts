@@ -87,6 +87,7 @@ export function callOptionsOf(
       maxTokens: configuration.maxTokens,
       systemPrompt: configuration.systemPrompt,
       timeout: configuration.timeout,
+      translator: configuration.translator ?? '',
       options: readJsonObject(configuration.options),
     },
     model,

@@ -10,7 +10,8 @@ interface ConfigurationView {
   skills: { identifier: string }[];
 }
 
-const VIEW = 'effectiveSystemPrompt snippetTags selectedSnippets { identifier } callOptions skills { identifier }';
+const VIEW = 'effectiveSystemPrompt snippetTags selectedSnippets { identifier } skills { identifier }';
+const OPTIONS = 'callOptions';
 
 describe.each(testDialects)('configurations through the server on %s', (dialect) => {
   let t: TestServer;
@@ -20,6 +21,7 @@ describe.each(testDialects)('configurations through the server on %s', (dialect)
   afterAll(async () => t?.stop());
 
   const view = async (uid: number) => (await t.ok<{ configuration: ConfigurationView }>(`query($uid: Int) { configuration(uid: $uid) { ${VIEW} } }`, { uid })).configuration;
+  const callOptions = async (uid: number) => (await t.ok<{ configuration: ConfigurationView }>(`query($uid: Int) { configuration(uid: $uid) { ${OPTIONS} } }`, { uid })).configuration.callOptions;
 
   it('composes the example of behaviour.md §4 byte for byte', async () => {
     const persona = unique('persona');
@@ -82,7 +84,7 @@ describe.each(testDialects)('configurations through the server on %s', (dialect)
       maxTokens: 0,
       options: { seed: 7, temperature: 1.1 },
     });
-    const options = (await view(configuration.uid)).callOptions;
+    const options = await callOptions(configuration.uid);
     expect(options).toEqual({
       temperature: 1.1,
       top_p: 0.9,
@@ -94,9 +96,16 @@ describe.each(testDialects)('configurations through the server on %s', (dialect)
       timeout: 120,
       seed: 7,
     });
-    const withoutPrompt = (await view((await createConfiguration(t, { maxTokens: 0 })).uid)).callOptions;
+    const withoutPrompt = await callOptions((await createConfiguration(t, { model, maxTokens: 0 })).uid);
     expect(withoutPrompt).not.toHaveProperty('system_prompt');
-    expect(withoutPrompt).not.toHaveProperty('max_tokens');
+    expect(withoutPrompt).toHaveProperty('max_tokens', 4096);
+  });
+
+  it('a configuration without a model has no call options: null and nr_llm\'s error', async () => {
+    const configuration = await createConfiguration(t, { identifier: unique('c'), systemPrompt: 'x' });
+    const result = await t.gql<{ configuration: { identifier: string; callOptions: unknown } }>('query($uid: Int) { configuration(uid: $uid) { identifier callOptions } }', { uid: configuration.uid });
+    expect(result.data?.configuration).toEqual({ identifier: configuration.identifier, callOptions: null });
+    expect(result.errors?.map((error) => [error.message, error.extensions?.code])).toEqual([[`Configuration "${configuration.identifier}" has no model assigned`, 'NOT_FOUND']]);
   });
 
   it('keeps the skills in the given order', async () => {
