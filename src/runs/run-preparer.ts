@@ -129,7 +129,7 @@ export class RunPreparer {
 
     const configuration = await this.configurations.findByIdentifier(request.configuration ?? '');
     if (!configuration) throw new NotFoundError(`No configuration with identifier "${request.configuration}"`, 'configuration');
-    const forcedSnippets = request.forcedSnippets?.length ? await this.snippets.findManyByIdentifiers(request.forcedSnippets) : [];
+    const forcedSnippets = request.forcedSnippets?.length ? await this.snippets.findForcedByIdentifiers(request.forcedSnippets) : [];
     const forcedSkills: SkillEntity[] = [];
     for (const identifier of request.forcedSkills ?? []) {
       const skill = await this.skills.findByIdentifier(identifier);

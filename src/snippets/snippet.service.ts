@@ -92,12 +92,30 @@ export class SnippetService {
       .findOne({ where: { identifier: identifier.trim().toLowerCase(), deleted: false }, order: { uid: 'ASC' } });
   }
 
-  async findManyByIdentifiers(identifiers: readonly string[]): Promise<PromptSnippetEntity[]> {
+  /**
+   * The snippets forced onto a run, resolved as nr_llm resolves them: in the
+   * order given, a snippet named twice given twice, only active ones (an
+   * inactive snippet is not for new composition and is left out), hidden ones
+   * included. An identifier matches exactly first (`nova` and `NOVA` are two
+   * snippets in a table TYPO3 writes), else without case; among rows sharing
+   * an identifier the oldest wins. An identifier no live row has is NOT_FOUND.
+   */
+  async findForcedByIdentifiers(identifiers: readonly string[]): Promise<PromptSnippetEntity[]> {
+    if (identifiers.length === 0) return [];
+    const lowered = [...new Set(identifiers.map((identifier) => identifier.trim().toLowerCase()))];
+    const rows = await this.dataSource
+      .getRepository(PromptSnippetEntity)
+      .createQueryBuilder('s')
+      .where('s.deleted = 0')
+      .andWhere('LOWER(s.identifier) IN (:...lowered)', { lowered })
+      .orderBy('s.uid', 'ASC')
+      .getMany();
     const found: PromptSnippetEntity[] = [];
     for (const identifier of identifiers) {
-      const row = await this.findByIdentifier(identifier);
+      const wanted = identifier.trim();
+      const row = rows.find((candidate) => candidate.identifier === wanted) ?? rows.find((candidate) => candidate.identifier.toLowerCase() === wanted.toLowerCase());
       if (!row) throw new NotFoundError(`No snippet with identifier "${identifier}"`, 'forcedSnippets');
-      found.push(row);
+      if (row.isActive) found.push(row);
     }
     return found;
   }

@@ -78,4 +78,32 @@ describe.each(testDialects)('nr_llm parity on %s (rows written as TYPO3 writes t
     expect(failed).toMatchObject({ status: 'FAILED', terminationReason: 'provider_failed' });
     expect(failed.error).toMatch(/unknown adapter type ""/);
   });
+
+  it('resolves forced snippets as nr_llm does: active only, twice when named twice, nova and NOVA apart', async () => {
+    const insert = (identifier: string, name: string, text: string, active: number) =>
+      database.query('INSERT INTO tx_nrllm_promptsnippet (tstamp, crdate, identifier, name, tags, snippet, is_active) VALUES (?,?,?,?,?,?,?)', [now, now, identifier, name, '', text, active]);
+    await insert('nova', 'Nova', 'lower case', 1);
+    await insert('NOVA', 'NOVA', 'upper case', 1);
+    await insert('resting', 'Resting', 'inactive', 0);
+    await database.query('INSERT INTO tx_nrllm_configuration (tstamp, crdate, identifier, name, system_prompt) VALUES (?,?,?,?,?)', [now, now, 'forcing', 'Forcing', 'Base.']);
+    const started = await t.ok<{ startRun: { id: string } }>(
+      'mutation { startRun(input: { configuration: "forcing", prompt: "Hi", dryRun: true, forcedSnippets: ["nova", "NOVA", "resting", "nova"] }) { id } }',
+    );
+    let messages: { role: string; content: string }[] | null = null;
+    for (let polls = 0; polls < 500 && !messages; polls++) {
+      const run = (await t.ok<{ run: { steps: { kind: string; messagesSent: { role: string; content: string }[] | null }[] } }>(
+        'query($id: ID!) { run(id: $id) { steps { kind messagesSent { role content } } } }',
+        { id: started.startRun.id },
+      )).run;
+      messages = run.steps.find((step) => step.kind === 'ASSEMBLED')?.messagesSent ?? null;
+      if (!messages) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(messages).toEqual([
+      { role: 'system', content: 'Base.' },
+      { role: 'system', content: 'Nova:\nlower case' },
+      { role: 'system', content: 'NOVA:\nupper case' },
+      { role: 'system', content: 'Nova:\nlower case' },
+      { role: 'user', content: 'Hi' },
+    ]);
+  });
 });

@@ -559,7 +559,7 @@ describe('assembly', () => {
     expect(adapter.requests[0]?.messages).toEqual([{ role: 'user', content: 'What is 2 + 3?' }]);
   });
 
-  it('sends a forced snippet that the tags already selected once', async () => {
+  it('sends a forced snippet that the tags already selected once, and one forced twice twice, as nr_llm does', async () => {
     const systemPrompt =
       'You are a helpful assistant.\n\n' + composeSnippets([{ label: nova.name, snippet: nova.snippet }]);
     const { adapter } = await run({ systemPrompt, forcedSnippets: [nova, formal, formal, nova], script: [{ content: 'ok' }] });
@@ -567,9 +567,22 @@ describe('assembly', () => {
     expect(messages).toEqual([
       { role: 'system', content: systemPrompt },
       { role: 'system', content: 'Formal tone:\nUse a formal, professional tone of voice.' },
+      { role: 'system', content: 'Formal tone:\nUse a formal, professional tone of voice.' },
       { role: 'user', content: 'What is 2 + 3?' },
     ]);
     expect(JSON.stringify(messages).split('You are Nova').length - 1).toBe(1);
+  });
+
+  it('forces two snippets whose identifiers differ only in case as two snippets', () => {
+    const { messages } = assembleRunMessages({
+      systemPrompt: '',
+      prompt: 'q',
+      forcedSnippets: [
+        { identifier: 'nova', name: 'Nova', snippet: 'lower' },
+        { identifier: 'NOVA', name: 'NOVA', snippet: 'upper' },
+      ],
+    });
+    expect(messages.map((message) => message.content)).toEqual(['Nova:\nlower', 'NOVA:\nupper', 'q']);
   });
 
   it('skips a forced snippet whose text is empty', () => {

@@ -29,7 +29,6 @@ import type {
 } from '../../providers/adapters/types';
 import { estimateCost, type ModelPrices } from '../../providers/cost';
 import { composeSnippets } from '../../snippets/snippet-composer';
-import { lowerCaseAscii, trimWhitespace } from '../../snippets/tag-rules';
 import { ToolInputError, toToolDefinition, type ToolRegistration, type ToolRegistry } from '../tools/tool-registry';
 import { contextBudget, estimateTokens, fitContext, type ContextBudget } from './context-window';
 import type {
@@ -177,8 +176,9 @@ export type AssemblyInput = Pick<
  * 2. the effective system prompt becomes message 0 if non-empty;
  * 3. each forced snippet, composed on its own with its name as label, becomes
  *    one more leading system message in the order given — unless the system
- *    prompt already contains that exact block, or an earlier forced snippet
- *    had the same identifier or the same block.
+ *    prompt already contains that exact block (it was selected by tag). As in
+ *    nr_llm's `ToolLoopService::assemble`, nothing else is de-duplicated: a
+ *    snippet forced twice is sent twice.
  */
 export function assembleRunMessages(input: AssemblyInput): AssembledRun {
   const skills = buildSkillBlock(input.configurationSkills ?? [], input.forcedSkills ?? []);
@@ -188,16 +188,11 @@ export function assembleRunMessages(input: AssemblyInput): AssembledRun {
   if (input.systemPrompt !== '') {
     leading.push({ role: 'system', content: input.systemPrompt });
   }
-  const seenIdentifiers = new Set<string>();
-  const seenBlocks = new Set<string>();
   for (const snippet of input.forcedSnippets ?? []) {
     const block = composeSnippets([{ label: snippet.name, snippet: snippet.snippet }]);
-    const identifier = lowerCaseAscii(trimWhitespace(snippet.identifier));
-    if (block === '' || input.systemPrompt.includes(block) || seenBlocks.has(block) || seenIdentifiers.has(identifier)) {
+    if (block === '' || (input.systemPrompt !== '' && input.systemPrompt.includes(block))) {
       continue;
     }
-    seenBlocks.add(block);
-    seenIdentifiers.add(identifier);
     leading.push({ role: 'system', content: block });
   }
 
