@@ -11,8 +11,17 @@ import { OPEN_RUN_STATES, type RunState } from './engine/run-machine';
 
 export type RunStatus = RunState;
 
-/** The stored values that mean a run is still open, old upper-case spellings included (SQLite compares case-sensitively). */
-export const OPEN_STORED_STATUSES: readonly string[] = [...OPEN_RUN_STATES.map((state) => state.toLowerCase()), ...OPEN_RUN_STATES];
+/**
+ * The stored values that mean one of `states`, for SQL that compares the
+ * column itself: nr_llm's lower case and the upper case older versions of
+ * this service wrote (SQLite compares case-sensitively).
+ */
+export function storedSpellings(...states: RunState[]): string[] {
+  return [...states.map((state) => state.toLowerCase()), ...states];
+}
+
+/** The stored values that mean a run is still open. */
+export const OPEN_STORED_STATUSES: readonly string[] = storedSpellings(...OPEN_RUN_STATES);
 
 /** What the service writes for a status: nr_llm's value. */
 export function storedRunStatus(status: RunStatus): string {

@@ -12,7 +12,7 @@ import type { ApprovalStep, EndStep, RequestedToolCall, RunStep } from './engine
 import { OPEN_RUN_STATES } from './engine/run-machine';
 import type { StoredStep } from './trace-bus';
 import { storedCost, storedInt } from './engine/usage-limits';
-import { OPEN_STORED_STATUSES } from './run-status';
+import { OPEN_STORED_STATUSES, storedSpellings } from './run-status';
 
 /** Written into `claimed_by` of the runs this service executes; nr_llm's own workers write their ids there. */
 export const RUN_OWNER_MARK = 'promptwire';
@@ -190,7 +190,7 @@ export class RunStore {
         .createQueryBuilder()
         .update(AgentRunEntity)
         .set({ status: 'RUNNING', tstamp: now })
-        .where('uid = :runUid AND status = :waiting', { runUid, waiting: 'WAITING_FOR_APPROVAL' })
+        .where('uid = :runUid AND status IN (:...waiting)', { runUid, waiting: storedSpellings('WAITING_FOR_APPROVAL') })
         .execute();
       if (!result.affected) return null;
       await manager
@@ -231,7 +231,7 @@ export class RunStore {
         await manager.createQueryBuilder().insert().into(RunLeaseEntity).values({ runUid, instanceId, heartbeatAt: now }).updateEntity(false).execute();
         const open = await manager
           .createQueryBuilder(AgentRunEntity, 'r')
-          .where('r.uid = :runUid AND r.status IN (:...statuses)', { runUid, statuses: ['QUEUED', 'RUNNING'] })
+          .where('r.uid = :runUid AND r.status IN (:...statuses)', { runUid, statuses: storedSpellings('QUEUED', 'RUNNING') })
           .getCount();
         if (open === 0) throw new ClaimLost();
         await manager.increment(RunRequestEntity, { runUid }, 'requeueCount', 1);

@@ -104,7 +104,7 @@ describe.each(testDialects)('a TYPO3-owned database on %s (SCHEMA_MODE=shared)',
       await database.query('INSERT INTO tx_nrllm_agentrun (uuid, status, be_user, claimed_by, lease_expires, tstamp, crdate) VALUES (?,?,?,?,?,?,?)', [uuid, status, 3, 'worker-1', now + 60, now, now]);
     }
     const read = async (id: string) => (await t.ok<{ run: { status: string } }>('query($id: ID!) { run(id: $id) { status } }', { id })).run.status;
-    expect([await read('typo3-waiting'), await read('typo3-old'), await read('typo3-odd')]).toEqual(['RUNNING', 'COMPLETED', 'FAILED']);
+    expect([await read('typo3-waiting'), await read('typo3-old'), await read('typo3-odd')]).toEqual(['WAITING_FOR_APPROVAL', 'COMPLETED', 'FAILED']);
     const runs = await t.ok<{ runs: { id: string }[] }>('{ runs(limit: 50) { id } }');
     expect(runs.runs.map((r) => r.id)).toEqual(expect.arrayContaining(['typo3-waiting', 'typo3-old', 'typo3-odd']));
     // nr_llm's own open run is not this service's to close as an orphan.
