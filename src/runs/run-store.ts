@@ -12,7 +12,7 @@ import type { ApprovalStep, EndStep, RequestedToolCall, RunStep } from './engine
 import { OPEN_RUN_STATES } from './engine/run-machine';
 import type { StoredStep } from './trace-bus';
 import { storedCost, storedInt } from './engine/usage-limits';
-import { OPEN_STORED_STATUSES, storedSpellings } from './run-status';
+import { OPEN_STORED_STATUSES, readRunStatus, storedSpellings } from './run-status';
 
 /** Written into `claimed_by` of the runs this service executes; nr_llm's own workers write their ids there. */
 export const RUN_OWNER_MARK = 'promptwire';
@@ -325,7 +325,11 @@ export class RunStore {
       .groupBy('r.status')
       .getRawMany<{ status: string; count: string | number }>();
     const counts: Record<string, number> = {};
-    for (const row of rows) counts[row.status] = Number(row.count) || 0;
+    // Keyed by the status as the service reads it (both stored spellings count as one).
+    for (const row of rows) {
+      const status = readRunStatus(row.status);
+      counts[status] = (counts[status] ?? 0) + (Number(row.count) || 0);
+    }
     return counts;
   }
 
