@@ -174,6 +174,10 @@ interface SqliteHandle {
  * The attempt is a write that changes nothing, on the service's own
  * migrations table (never a TYPO3 table).
  */
+function driverCode(error: unknown): unknown {
+  return (error as { code?: unknown } | null)?.code;
+}
+
 async function takeSqliteWriteLock(database: SqliteHandle, lockWaitMs: number): Promise<void> {
   const deadline = Date.now() + lockWaitMs;
   let statement: { run(): unknown };
@@ -190,6 +194,13 @@ async function takeSqliteWriteLock(database: SqliteHandle, lockWaitMs: number): 
       return;
     } catch (error) {
       if (!isDatabaseBusy(error)) throw error;
+      // The transaction read a snapshot while it waited (the connection is shared, and other
+      // work ran on it meanwhile) and another process has committed since: that snapshot can
+      // never take the lock. The transaction has done nothing yet, so it starts again.
+      if (driverCode(error) === 'SQLITE_BUSY_SNAPSHOT') {
+        database.prepare('ROLLBACK').run();
+        database.prepare('BEGIN').run();
+      }
       if (Date.now() >= deadline) throw new DatabaseBusyError(`Another process has held the database's write lock for over ${lockWaitMs} ms; nothing was changed. Try again shortly.`);
     } finally {
       database.pragma(`busy_timeout = ${Number(busyTimeout)}`);
