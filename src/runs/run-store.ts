@@ -9,7 +9,6 @@ import { AgentRunEntity } from './agent-run.entity';
 import { RunLeaseEntity } from './run-lease.entity';
 import { RunRequestEntity } from './run-request.entity';
 import type { ApprovalStep, EndStep, RequestedToolCall, RunStep } from './engine/run-step';
-import { OPEN_RUN_STATES } from './engine/run-machine';
 import type { StoredStep } from './trace-bus';
 import { storedCost, storedInt } from './engine/usage-limits';
 import { OPEN_STORED_STATUSES, readRunStatus, storedSpellings } from './run-status';
