@@ -20,6 +20,27 @@ describe('readMetadata', () => {
     expect(readMetadata(text)).toEqual({});
   });
 
+  it('reads as nr_llm\'s getMetadataArray: a PHP list ({"0":"x"}, {}) is no metadata, other integer keys stay', () => {
+    expect(readMetadata('{"0":"x"}')).toEqual({});
+    expect(readMetadata('{"0":"x","1":"y"}')).toEqual({});
+    expect(readMetadata('{"1":"a"}')).toEqual({ 1: 'a' });
+    expect(readMetadata('{"b":2,"0":"x"}')).toEqual({ b: 2, 0: 'x' });
+  });
+
+  it('what PHP\'s json_decode refuses reads as {}: an unpaired surrogate escape, nesting deeper than 512', () => {
+    expect(readMetadata('{"a":"\\ud800"}')).toEqual({});
+    expect(readMetadata('{"a":"\\udc00x"}')).toEqual({});
+    expect(readMetadata('{"a":"\\ud83d\\ude00"}')).toEqual({ a: '\u{1F600}' });
+    expect(readMetadata('{"a":"\\\\ud800"}')).toEqual({ a: '\\ud800' });
+    const nested = (levels: number) => '{"a":' + '['.repeat(levels - 1) + ']'.repeat(levels - 1) + '}';
+    expect(readMetadata(nested(512))).not.toEqual({});
+    expect(readMetadata(nested(513))).toEqual({});
+  });
+
+  it('text that is empty after PHP\'s trim (which keeps a no-break space) reads as {}', () => {
+    expect(readMetadata(' \t\n\r\0\x0B')).toEqual({});
+  });
+
   it('a missing column reads as an empty object', () => {
     expect(readMetadata(null)).toEqual({});
     expect(readMetadata(undefined)).toEqual({});
@@ -45,8 +66,8 @@ describe('readMetadata', () => {
     expect(readMetadata('\n  {"voice": "nova"}  \n')).toEqual({ voice: 'nova' });
   });
 
-  it('an object with numeric keys reads as an object', () => {
-    expect(readMetadata('{"0": "a", "1": "b"}')).toEqual({ '0': 'a', '1': 'b' });
+  it('an object with numeric keys that are not 0, 1, … reads as an object', () => {
+    expect(readMetadata('{"1": "a", "2": "b"}')).toEqual({ '1': 'a', '2': 'b' });
   });
 
   it('a "__proto__" key stays a plain key and changes no prototype', () => {

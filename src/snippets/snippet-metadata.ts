@@ -36,11 +36,76 @@ export function readJsonObject(text: string | null | undefined): JsonObject {
 }
 
 /**
- * Reads a snippet's `metadata` column (§3.1): see `readJsonObject`. Reading
- * never fails; `{}` stands for "no metadata".
+ * Reads a snippet's `metadata` column as nr_llm's
+ * `PromptSnippet::getMetadataArray` does; reading never fails and `{}`
+ * stands for "no metadata":
+ * - text empty after PHP's trim: `{}`;
+ * - text PHP's `json_decode` refuses: `{}`; besides invalid JSON that is an
+ *   unpaired UTF-16 surrogate escape (`"\ud800"`) and nesting deeper than
+ *   512 levels, both of which JavaScript's parser would accept;
+ * - a scalar, or a PHP list (an array, `{}`, or an object whose keys are
+ *   exactly "0", "1", … in order, such as `{"0":"x"}`): `{}`;
+ * - otherwise the decoded object.
  */
 export function readMetadata(text: string | null | undefined): JsonObject {
-  return readJsonObject(text);
+  // eslint-disable-next-line no-control-regex -- PHP's trim list includes NUL and vertical tab
+  if (text === null || text === undefined || text.replace(/^[ \t\n\r\0\x0B]+|[ \t\n\r\0\x0B]+$/g, '') === '') {
+    return {};
+  }
+  if (!phpCanDecode(text)) {
+    return {};
+  }
+  const decoded = readJsonObject(text);
+  return isPhpList(decoded) ? {} : decoded;
+}
+
+/** PHP's default `json_decode` depth. */
+const PHP_JSON_MAX_DEPTH = 512;
+
+/**
+ * Whether PHP's `json_decode` accepts what JavaScript's parser accepts here:
+ * it refuses an unpaired surrogate escape and nesting deeper than 512 levels.
+ * (Invalid JSON is refused by both and left to the parser.)
+ */
+function phpCanDecode(text: string): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let index = 0; index < text.length; index++) {
+    const character = text[index];
+    if (inString) {
+      if (character === '"') inString = false;
+      else if (character === '\\') {
+        if (text[index + 1] === 'u') {
+          const code = parseInt(text.slice(index + 2, index + 6), 16);
+          if (code >= 0xdc00 && code <= 0xdfff) return false;
+          if (code >= 0xd800 && code <= 0xdbff) {
+            const next = text.slice(index + 6, index + 8) === '\\u' ? parseInt(text.slice(index + 8, index + 12), 16) : NaN;
+            if (!(next >= 0xdc00 && next <= 0xdfff)) return false;
+            index += 6;
+          }
+          index += 5;
+        } else {
+          index += 1;
+        }
+      }
+      continue;
+    }
+    if (character === '"') inString = true;
+    else if (character === '{' || character === '[') {
+      depth += 1;
+      if (depth > PHP_JSON_MAX_DEPTH) return false;
+    } else if (character === '}' || character === ']') depth -= 1;
+  }
+  return true;
+}
+
+/**
+ * A decoded object PHP would hold as a list: no keys, or exactly "0", "1", …
+ * (JavaScript lists integer keys in ascending order whatever the text's order,
+ * so `{"1":"a","0":"b"}`, which PHP keeps, reads as a list here.)
+ */
+function isPhpList(object: JsonObject): boolean {
+  return Object.keys(object).every((key, index) => key === String(index));
 }
 
 /** Result of `parseMetadataForWrite`: the JSON text to store, or why the value is refused. */

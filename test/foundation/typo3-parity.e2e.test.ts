@@ -106,4 +106,14 @@ describe.each(testDialects)('nr_llm parity on %s (rows written as TYPO3 writes t
       { role: 'user', content: 'Hi' },
     ]);
   });
+
+  it('reads metadata as nr_llm\'s getMetadataArray: a PHP list or what json_decode refuses is {}', async () => {
+    const insert = (identifier: string, metadata: string) =>
+      database.query('INSERT INTO tx_nrllm_promptsnippet (tstamp, crdate, identifier, name, tags, snippet, metadata) VALUES (?,?,?,?,?,?,?)', [now, now, identifier, identifier, 'metadata_case', 'x', metadata]);
+    await insert('list_like', '{"0":"x"}');
+    await insert('surrogate', '{"a":"\\ud800"}');
+    await insert('keyed', '{"1":"a","voice":"nova"}');
+    const data = await t.ok<{ snippets: { identifier: string; metadata: unknown }[] }>('{ snippets(tag: "metadata_case") { identifier metadata } }');
+    expect(Object.fromEntries(data.snippets.map((s) => [s.identifier, s.metadata]))).toEqual({ list_like: {}, surrogate: {}, keyed: { 1: 'a', voice: 'nova' } });
+  });
 });
