@@ -96,7 +96,7 @@ export async function createDataSource(setup: DataSourceSetup): Promise<{ dataSo
 
   const dataSource = new DataSource(options);
   await dataSource.initialize();
-  if (dialect !== 'sqlite') applyMysqlColumnTypes(dataSource);
+  if (dialect !== 'sqlite') applyMysqlColumnTypes(dataSource, dialect);
   else serializeTransactions(dataSource, setup.sqliteLockWaitMs ?? 5000);
   return { dataSource, dialect };
 }
@@ -113,8 +113,10 @@ function migrationsFor(dialect: 'sqlite' | 'mysql', schemaMode: SchemaMode): Mix
  * table in MySQL but per database in SQLite, so the entities carry them with
  * the table name in front and MySQL drops it.
  */
-function applyMysqlColumnTypes(dataSource: DataSource): void {
+function applyMysqlColumnTypes(dataSource: DataSource, dialect: 'mysql' | 'mariadb'): void {
   for (const metadata of dataSource.entityMetadatas) {
+    // MySQL 8 has no integer display widths (`int(11)` reads back as `int`); MariaDB keeps them, as nr_llm's DDL writes them.
+    if (dialect === 'mysql') for (const column of metadata.columns) column.width = undefined;
     if (metadata.tableName.startsWith('tx_nrllm_')) {
       for (const index of metadata.indices) {
         if (index.name.startsWith(`${metadata.tableName}_`)) index.name = index.name.slice(metadata.tableName.length + 1);
