@@ -1,0 +1,392 @@
+/**
+ * JSON as PHP's `json_decode(…, true)` and `json_encode` see it, for the
+ * places where this service must produce nr_llm's exact numbers (the context
+ * window's byte counts).
+ *
+ * PHP differs from JavaScript in ways that change byte counts:
+ * - a decoded object is an ordered array: its keys keep the text's order
+ *   (JavaScript lists integer-like keys first), and one whose keys are
+ *   exactly "0", "1", … in order is a list, encoded as `[…]`;
+ * - an integer literal within 64 bits stays an integer (JavaScript rounds
+ *   above 2^53); a longer one, or one with a fraction or exponent, is a float;
+ * - floats are written with the shortest digits that read back, in plain
+ *   notation unless the decimal exponent is below −4 or above 17, and
+ *   without a zero fraction (`1e2` → `100`, `1e25` → `1.0e+25`);
+ * - by default `/` is escaped as `\/` and every non-ASCII character as
+ *   `\uXXXX` (lower-case hex, two escapes for a character beyond U+FFFF);
+ *   with "unescaped unicode" U+2028 and U+2029 are still escaped;
+ * - decoding refuses an unpaired UTF-16 surrogate escape and nesting deeper
+ *   than 512 levels.
+ *
+ * Pure functions, no I/O.
+ */
+
+/** A PHP array: ordered keys (as strings), a list when they are "0", "1", … in order. */
+export type PhpArray = Map<string, PhpJsonValue>;
+
+/**
+ * A decoded value: `bigint` is a PHP integer, `number` a PHP float, `Map` a
+ * PHP array.
+ */
+export type PhpJsonValue = null | boolean | string | bigint | number | PhpArray;
+
+/** PHP's default `json_decode` depth. */
+export const PHP_JSON_MAX_DEPTH = 512;
+
+const INT64_MAX = 2n ** 63n - 1n;
+const INT64_MIN = -(2n ** 63n);
+
+class Refused extends Error {}
+
+/**
+ * Decodes `text` as `json_decode($text, true)` does; `undefined` when PHP
+ * refuses it (invalid JSON, an unpaired surrogate escape, a control character
+ * in a string, nesting deeper than 512 levels). `null` is JSON `null`.
+ */
+export function phpJsonDecode(text: string): PhpJsonValue | undefined {
+  const parser = new Parser(text);
+  try {
+    parser.skipWhitespace();
+    const value = parser.value(0);
+    parser.skipWhitespace();
+    if (parser.position !== text.length) return undefined;
+    return value;
+  } catch (error) {
+    if (error instanceof Refused) return undefined;
+    throw error;
+  }
+}
+
+class Parser {
+  position = 0;
+
+  constructor(private readonly text: string) {}
+
+  skipWhitespace(): void {
+    for (;;) {
+      const character = this.text[this.position];
+      if (character === ' ' || character === '\t' || character === '\n' || character === '\r') this.position += 1;
+      else return;
+    }
+  }
+
+  value(depth: number): PhpJsonValue {
+    const character = this.text[this.position];
+    switch (character) {
+      case '{':
+        return this.object(depth + 1);
+      case '[':
+        return this.list(depth + 1);
+      case '"':
+        return this.string();
+      case 't':
+        return this.literal('true', true);
+      case 'f':
+        return this.literal('false', false);
+      case 'n':
+        return this.literal('null', null);
+      default:
+        return this.number();
+    }
+  }
+
+  private literal<T>(word: string, value: T): T {
+    if (!this.text.startsWith(word, this.position)) throw new Refused();
+    this.position += word.length;
+    return value;
+  }
+
+  private object(depth: number): PhpArray {
+    if (depth > PHP_JSON_MAX_DEPTH) throw new Refused();
+    this.position += 1;
+    const entries: PhpArray = new Map();
+    this.skipWhitespace();
+    if (this.text[this.position] === '}') {
+      this.position += 1;
+      return entries;
+    }
+    for (;;) {
+      this.skipWhitespace();
+      if (this.text[this.position] !== '"') throw new Refused();
+      const key = this.string();
+      this.skipWhitespace();
+      if (this.text[this.position] !== ':') throw new Refused();
+      this.position += 1;
+      this.skipWhitespace();
+      // A repeated key keeps its first place and takes the last value, as in PHP.
+      entries.set(key, this.value(depth));
+      this.skipWhitespace();
+      const next = this.text[this.position];
+      this.position += 1;
+      if (next === '}') return entries;
+      if (next !== ',') throw new Refused();
+    }
+  }
+
+  private list(depth: number): PhpArray {
+    if (depth > PHP_JSON_MAX_DEPTH) throw new Refused();
+    this.position += 1;
+    const entries: PhpArray = new Map();
+    this.skipWhitespace();
+    if (this.text[this.position] === ']') {
+      this.position += 1;
+      return entries;
+    }
+    for (;;) {
+      this.skipWhitespace();
+      entries.set(String(entries.size), this.value(depth));
+      this.skipWhitespace();
+      const next = this.text[this.position];
+      this.position += 1;
+      if (next === ']') return entries;
+      if (next !== ',') throw new Refused();
+    }
+  }
+
+  private string(): string {
+    this.position += 1;
+    let result = '';
+    for (;;) {
+      const code = this.text.charCodeAt(this.position);
+      if (Number.isNaN(code) || code < 0x20) throw new Refused();
+      if (code === 0x22) {
+        this.position += 1;
+        return result;
+      }
+      if (code === 0x5c) {
+        result += this.escape();
+        continue;
+      }
+      if (code >= 0xd800 && code <= 0xdbff) {
+        // A raw surrogate pair is one character of valid UTF-8; a lone one is not UTF-8 at all.
+        const low = this.text.charCodeAt(this.position + 1);
+        if (!(low >= 0xdc00 && low <= 0xdfff)) throw new Refused();
+        result += this.text.slice(this.position, this.position + 2);
+        this.position += 2;
+        continue;
+      }
+      if (code >= 0xdc00 && code <= 0xdfff) throw new Refused();
+      result += this.text[this.position];
+      this.position += 1;
+    }
+  }
+
+  private escape(): string {
+    const kind = this.text[this.position + 1];
+    this.position += 2;
+    switch (kind) {
+      case '"':
+        return '"';
+      case '\\':
+        return '\\';
+      case '/':
+        return '/';
+      case 'b':
+        return '\b';
+      case 'f':
+        return '\f';
+      case 'n':
+        return '\n';
+      case 'r':
+        return '\r';
+      case 't':
+        return '\t';
+      case 'u': {
+        const high = this.hex4();
+        if (high >= 0xdc00 && high <= 0xdfff) throw new Refused();
+        if (high < 0xd800 || high > 0xdbff) return String.fromCharCode(high);
+        if (this.text[this.position] !== '\\' || this.text[this.position + 1] !== 'u') throw new Refused();
+        this.position += 2;
+        const low = this.hex4();
+        if (low < 0xdc00 || low > 0xdfff) throw new Refused();
+        return String.fromCharCode(high, low);
+      }
+      default:
+        throw new Refused();
+    }
+  }
+
+  private hex4(): number {
+    const digits = this.text.slice(this.position, this.position + 4);
+    if (!/^[0-9a-fA-F]{4}$/.test(digits)) throw new Refused();
+    this.position += 4;
+    return parseInt(digits, 16);
+  }
+
+  private number(): bigint | number {
+    NUMBER.lastIndex = this.position;
+    const match = NUMBER.exec(this.text);
+    if (match === null) throw new Refused();
+    const literal = match[0];
+    this.position += literal.length;
+    if (match[1] === undefined && match[2] === undefined) {
+      const integer = BigInt(literal);
+      if (integer >= INT64_MIN && integer <= INT64_MAX) return integer;
+    }
+    return Number(literal);
+  }
+}
+
+const NUMBER = /-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/y;
+
+/**
+ * A JavaScript value as PHP code would hold it: objects become arrays in
+ * their key order (entries whose value is `undefined` are left out, as
+ * `JSON.stringify` leaves them out), integral numbers within 64 bits become
+ * integers, other numbers floats.
+ */
+export function phpValueOf(value: unknown): PhpJsonValue {
+  if (value === null || value === undefined) return null;
+  switch (typeof value) {
+    case 'boolean':
+    case 'string':
+    case 'bigint':
+      return value;
+    case 'number':
+      if (Number.isInteger(value) && Math.abs(value) < 2 ** 63) return BigInt(value);
+      return value;
+    case 'object': {
+      const entries: PhpArray = new Map();
+      if (Array.isArray(value)) {
+        value.forEach((item, index) => entries.set(String(index), phpValueOf(item)));
+      } else if (value instanceof Map) {
+        for (const [key, item] of value as Map<unknown, unknown>) entries.set(String(key), phpValueOf(item));
+      } else {
+        for (const [key, item] of Object.entries(value)) {
+          if (item !== undefined && typeof item !== 'function' && typeof item !== 'symbol') entries.set(key, phpValueOf(item));
+        }
+      }
+      return entries;
+    }
+    default:
+      return null;
+  }
+}
+
+export interface PhpJsonEncodeFlags {
+  /** `JSON_UNESCAPED_SLASHES`. */
+  unescapedSlashes?: boolean;
+  /** `JSON_UNESCAPED_UNICODE` (U+2028 and U+2029 are still escaped). */
+  unescapedUnicode?: boolean;
+}
+
+/**
+ * `json_encode($value, $flags)`; `null` where PHP fails (a non-finite float,
+ * or a string that is not valid UTF-8 (an unpaired surrogate here)).
+ */
+export function phpJsonEncode(value: PhpJsonValue, flags: PhpJsonEncodeFlags = {}): string | null {
+  try {
+    return encode(value, flags);
+  } catch (error) {
+    if (error instanceof Refused) return null;
+    throw error;
+  }
+}
+
+/** Whether PHP encodes the array as a list: its keys are exactly "0", "1", … in order. */
+export function isPhpList(array: PhpArray): boolean {
+  let index = 0;
+  for (const key of array.keys()) {
+    if (key !== String(index)) return false;
+    index += 1;
+  }
+  return true;
+}
+
+function encode(value: PhpJsonValue, flags: PhpJsonEncodeFlags): string {
+  if (value === null) return 'null';
+  switch (typeof value) {
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'bigint':
+      return value.toString();
+    case 'number':
+      return phpFloat(value);
+    case 'string':
+      return encodeString(value, flags);
+    default: {
+      if (isPhpList(value)) {
+        return `[${[...value.values()].map((item) => encode(item, flags)).join(',')}]`;
+      }
+      return `{${[...value].map(([key, item]) => `${encodeString(key, flags)}:${encode(item, flags)}`).join(',')}}`;
+    }
+  }
+}
+
+const HEX = '0123456789abcdef';
+
+function unicodeEscape(code: number): string {
+  return `\\u${HEX[(code >> 12) & 15]}${HEX[(code >> 8) & 15]}${HEX[(code >> 4) & 15]}${HEX[code & 15]}`;
+}
+
+function encodeString(text: string, flags: PhpJsonEncodeFlags): string {
+  let result = '"';
+  for (let index = 0; index < text.length; index += 1) {
+    const code = text.charCodeAt(index);
+    if (code >= 0xd800 && code <= 0xdbff) {
+      const low = text.charCodeAt(index + 1);
+      if (!(low >= 0xdc00 && low <= 0xdfff)) throw new Refused();
+      result += flags.unescapedUnicode === true ? text.slice(index, index + 2) : unicodeEscape(code) + unicodeEscape(low);
+      index += 1;
+      continue;
+    }
+    if (code >= 0xdc00 && code <= 0xdfff) throw new Refused();
+    switch (code) {
+      case 0x22:
+        result += '\\"';
+        continue;
+      case 0x5c:
+        result += '\\\\';
+        continue;
+      case 0x2f:
+        result += flags.unescapedSlashes === true ? '/' : '\\/';
+        continue;
+      case 0x08:
+        result += '\\b';
+        continue;
+      case 0x0c:
+        result += '\\f';
+        continue;
+      case 0x0a:
+        result += '\\n';
+        continue;
+      case 0x0d:
+        result += '\\r';
+        continue;
+      case 0x09:
+        result += '\\t';
+        continue;
+    }
+    if (code < 0x20) result += unicodeEscape(code);
+    else if (code < 0x80) result += text[index];
+    else if (flags.unescapedUnicode !== true || code === 0x2028 || code === 0x2029) result += unicodeEscape(code);
+    else result += text[index];
+  }
+  return result + '"';
+}
+
+/**
+ * A float as PHP writes it with `serialize_precision = -1`: the shortest
+ * digits that read back; plain notation unless the decimal point would sit
+ * more than 3 places left of the first digit or more than 17 right of it;
+ * no `.0` on an integral value; the exponential form always has a fraction
+ * (`1.0e+25`, `1.5e-7`).
+ */
+export function phpFloat(value: number): string {
+  if (!Number.isFinite(value)) throw new Refused();
+  if (value === 0) return Object.is(value, -0) ? '-0' : '0';
+  const sign = value < 0 ? '-' : '';
+  // toExponential() without an argument gives the shortest round-trip digits.
+  const [mantissa, exponentText] = Math.abs(value).toExponential().split('e') as [string, string];
+  const digits = mantissa.replace('.', '');
+  // The decimal point sits `decimalPoint` places right of the first digit's left edge: 0.d1d2… × 10^decimalPoint.
+  const decimalPoint = Number(exponentText) + 1;
+  if (decimalPoint < -3 || decimalPoint > 17) {
+    const exponent = decimalPoint - 1;
+    const fraction = digits.length > 1 ? digits.slice(1) : '0';
+    return `${sign}${digits[0]}.${fraction}e${exponent < 0 ? '-' : '+'}${Math.abs(exponent)}`;
+  }
+  if (decimalPoint <= 0) return `${sign}0.${'0'.repeat(-decimalPoint)}${digits}`;
+  if (digits.length <= decimalPoint) return `${sign}${digits}${'0'.repeat(decimalPoint - digits.length)}`;
+  return `${sign}${digits.slice(0, decimalPoint)}.${digits.slice(decimalPoint)}`;
+}
