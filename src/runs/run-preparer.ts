@@ -165,6 +165,7 @@ export class RunPreparer {
         adapter,
         model: { contextLength: model?.contextLength ?? 0, maxOutputTokens: model?.maxOutputTokens ?? 0, prices: prices && (prices.costInput > 0 || prices.costOutput > 0 || prices.costCacheRead != null || prices.costCacheWrite != null || prices.costReasoning != null) ? prices : null },
         callOptions,
+        runMaxTokens: request.maxTokens ?? null,
         systemPrompt: effectiveSystemPromptOf(configuration, activeSnippets, request.systemPrompt),
         forcedSnippets: forcedSnippets.map((s) => ({ identifier: s.identifier, name: s.name, snippet: s.snippet })),
         configurationSkills: (skillMap.get(configuration.uid) ?? []).map(toSkillInput),

@@ -193,6 +193,18 @@ describe.each(testDialects)('agent runs end to end (%s)', (dialect) => {
     const run = await kit.waitForRun((await kit.startRun({ configuration: setup.configuration, prompt: 'x', tools: [], temperature: 0.25, maxTokens: 77 })).id);
     expect(run.status).toBe('COMPLETED');
     expect(setup.provider.requests[0]!.body).toMatchObject({ temperature: 0.25, max_tokens: 77 });
+    // The run's own maxTokens is the context budget's reserve.
+    expect(run.steps[0]!.contextBudget).toMatchObject({ window: 8192, reserve: 77, safety: 246, budget: 8192 - 77 - 246 });
+  });
+
+  test("the context budget reserves the model's maximum output, not the configuration's max_tokens, and a first send is estimated 15 % high", async () => {
+    const setup = await kit.setup({ contextLength: 128000, maxOutputTokens: 16384, maxTokens: 1000 });
+    setup.provider.script({ text: 'ok', usage: { prompt: 1, completion: 1 } });
+    const run = await kit.waitForRun((await kit.startRun({ configuration: setup.configuration, prompt: 'Go', tools: [] })).id);
+    expect(run.status).toBe('COMPLETED');
+    expect(setup.provider.requests[0]!.body).toMatchObject({ max_tokens: 1000 });
+    // "Go" alone: 8 + 1 + 1 (no tools, counted as `[]`) = 10, × 1.15 → 12.
+    expect(run.steps[0]!.contextBudget).toEqual({ window: 128000, reserve: 16384, safety: 3840, budget: 107776, estimate: 12, droppedTurns: 0, calibration: 1.15, fits: true });
   });
 
   test('a transcript that cannot fit the window ends context_truncated without calling the model', async () => {

@@ -10,6 +10,7 @@ import {
   INTERNAL_ERROR_MESSAGE,
   assembleRunMessages,
   clampMaxRounds,
+  driveRun,
   runAgentLoop,
   type AgentLoopHooks,
   type AgentLoopInput,
@@ -176,14 +177,15 @@ describe('a run without tool calls', () => {
     const { steps } = await run({ script: [{ content: 'Hi', thinking: 'hmm', usage: [3, 1], rawFinishReason: 'stop' }] });
     const [context, request, llm] = steps as [ContextStep, RequestStep, LlmStep];
     expect(Object.keys(context).sort()).toEqual(['contextBudget', 'durationMs', 'kind', 'round']);
+    // The configuration's max_tokens (500 here) is no reserve: the unknown model's 1000 is.
     expect(context.contextBudget).toEqual({
       window: 8192,
-      reserve: 500,
+      reserve: 1000,
       safety: 246,
-      budget: 8192 - 500 - 246,
+      budget: 8192 - 1000 - 246,
       estimate: expect.any(Number) as number,
       droppedTurns: 0,
-      calibration: 1,
+      calibration: 1.15,
       fits: true,
     });
     expect(Object.keys(request).sort()).toEqual(['durationMs', 'kind', 'messagesSent', 'round', 'toolsOffered']);
@@ -712,6 +714,7 @@ describe('context window', () => {
     const { outcome, steps, adapter, logger } = await run({
       model: { contextLength: 1000, maxOutputTokens: 0, prices: null },
       callOptions: { model: 'm', max_tokens: 100 },
+      runMaxTokens: 100,
       prompt: 'x'.repeat(10000),
       script: [{ content: 'never' }],
     });
@@ -741,6 +744,7 @@ describe('context window', () => {
     const { outcome, steps, adapter } = await run({
       model: { contextLength: 2200, maxOutputTokens: 0, prices: null },
       callOptions: { model: 'm', max_tokens: 100 },
+      runMaxTokens: 100,
       tools: { registry: createToolRegistry([bulky]) },
       script: [call('t1'), call('t2'), call('t3'), call('t4'), { content: 'done' }],
     });
@@ -770,9 +774,132 @@ describe('context window', () => {
       model: { contextLength: 100000000, maxOutputTokens: 0, prices: null },
     });
     const calibrations = ofKind(steps, 'context').map((step) => step.contextBudget.calibration);
-    expect(calibrations[0]).toBe(1);
-    expect(calibrations[1]).toBeGreaterThan(1);
+    expect(calibrations[0]).toBe(1.15);
+    expect(calibrations[1]).toBeGreaterThan(1.15);
     expect(calibrations[2]).toBe(calibrations[1]);
+  });
+});
+
+describe('context window, with nr_llm numbers', () => {
+  const echoes: ToolRegistration = {
+    name: 'echo',
+    description: 'Echoes.',
+    parameters: { type: 'object', properties: { text: { type: 'string' } }, additionalProperties: false },
+    enabledByDefault: true,
+    execute: () => Promise.resolve('echo'),
+  };
+  const contexts = (steps: RunStep[]) => ofKind(steps, 'context').map((step) => step.contextBudget);
+
+  it('estimates a first send 15 % high and counts no tools as `[]`: "Go" alone is 12', async () => {
+    const { steps } = await run({ systemPrompt: '', prompt: 'Go', tools: { registry: createToolRegistry([echoes]), allowList: [] }, script: [{ content: 'ok' }] });
+    expect(contexts(steps)).toEqual([{ window: 8192, reserve: 1000, safety: 246, budget: 6946, estimate: 12, droppedTurns: 0, calibration: 1.15, fits: true }]);
+  });
+
+  it('counts an offered tool in its wire shape: "Go" with one tool is 90', async () => {
+    const { steps } = await run({ systemPrompt: '', prompt: 'Go', tools: { registry: createToolRegistry([echoes]) }, script: [{ content: 'ok' }] });
+    expect(contexts(steps)[0]?.estimate).toBe(90);
+  });
+
+  it("reserves the model's maximum output, not the configuration's max_tokens; the run's own maxTokens comes first", async () => {
+    const model = { contextLength: 128000, maxOutputTokens: 16384, prices: null };
+    const configured = await run({ model, callOptions: { model: 'm', max_tokens: 1000 }, script: [{ content: 'ok' }] });
+    expect(contexts(configured.steps)[0]).toMatchObject({ window: 128000, reserve: 16384, safety: 3840, budget: 107776 });
+    expect(configured.adapter.requests[0]?.options.max_tokens).toBe(1000);
+    const own = await run({ model, callOptions: { model: 'm', max_tokens: 77 }, runMaxTokens: 77, script: [{ content: 'ok' }] });
+    expect(contexts(own.steps)[0]).toMatchObject({ reserve: 77, budget: 128000 - 77 - 3840 });
+  });
+
+  it('sends as is when the budget is not positive, reported as 0 / 0', async () => {
+    const { steps, adapter, logger, outcome } = await run({
+      model: { contextLength: 1000, maxOutputTokens: 0, prices: null },
+      prompt: 'x'.repeat(10000),
+      script: [{ content: 'sent anyway' }],
+    });
+    expect(contexts(steps)).toEqual([{ window: 0, reserve: 0, safety: 0, budget: 0, estimate: 0, droppedTurns: 0, calibration: 1.15, fits: true }]);
+    expect(adapter.requests).toHaveLength(1);
+    expect(outcome.terminationReason).toBe('completed');
+    expect(logger.warn).toHaveBeenCalledWith(expect.objectContaining({ window: 1000, reserve: 1000, safety: 30, budget: -30 }), expect.any(String));
+  });
+
+  it('passes a tool message answering no declared call id through unchanged, reported as 0 / 0', async () => {
+    // An empty call id is declared by no call: its result is unpaired.
+    const { steps, adapter } = await run({
+      tools: { registry: createToolRegistry([echoes]) },
+      script: [{ toolCalls: [toolCall('echo', {}, '')], usage: [50, 1] }, { content: 'done' }],
+    });
+    expect(contexts(steps)[1]).toEqual({ window: 0, reserve: 0, safety: 0, budget: 0, estimate: 0, droppedTurns: 0, calibration: 1.15, fits: true });
+    expect(adapter.requests[1]?.messages.at(-1)).toEqual({ role: 'tool', tool_call_id: '', content: 'echo' });
+  });
+
+  describe('over several rounds', () => {
+    const bulky = fixedTool('bulky', 'z'.repeat(1500));
+    const input: HarnessOptions = {
+      // 2578 − 1000 − 78 = 1500.
+      model: { contextLength: 2578, maxOutputTokens: 0, prices: null },
+      tools: { registry: createToolRegistry([bulky]) },
+    };
+    const call = (id: string, prompt: number): ScriptedReply => ({ toolCalls: [toolCall('bulky', {}, id)], usage: [prompt, 1] });
+    const head = [
+      { role: 'system', content: 'You are a helpful assistant.' },
+      { role: 'user', content: 'What is 2 + 3?' },
+    ];
+
+    it('drops the oldest turn in round 3: each report is divided by the calibrated estimate sent, so 1.15 stays', async () => {
+      const { steps, adapter } = await run({ ...input, script: [call('t1', 90), call('t2', 760), { content: 'done', usage: [850, 1] }] });
+      expect(contexts(steps).map((budget) => [budget.estimate, budget.droppedTurns, budget.calibration, budget.fits])).toEqual([
+        [117, 0, 1.15, true],
+        [843, 0, 1.15, true],
+        [843, 1, 1.15, true],
+      ]);
+      const third = adapter.requests[2]?.messages ?? [];
+      expect(third.slice(0, 2)).toEqual(head);
+      expect(third.slice(2).map((message) => message.role === 'tool' ? message.tool_call_id : message.role)).toEqual(['assistant', 't2']);
+    });
+
+    it('grows the factor from a report above the calibrated estimate and fits later rounds with it', async () => {
+      const { steps } = await run({ ...input, script: [call('t1', 150), call('t2', 900), { content: 'done' }] });
+      expect(contexts(steps).map((budget) => [budget.estimate, budget.droppedTurns, budget.calibration])).toEqual([
+        [117, 0, 1.15],
+        [940, 0, 150 / 117],
+        [940, 1, 150 / 117],
+      ]);
+    });
+
+    it('fits a run taken over from its stored steps exactly as the uninterrupted run', async () => {
+      const whole = await run({ ...input, script: [call('t1', 150), call('t2', 900), { content: 'done' }] });
+      const cut = whole.steps.findIndex((step) => step.kind === 'context' && step.round === 3);
+      const resumed = await run({ ...input, script: [{ content: 'done' }], resume: { steps: whole.steps.slice(0, cut), afterCrash: true } });
+      expect(contexts(resumed.steps)).toEqual([contexts(whole.steps)[2]]);
+    });
+
+    it("starts afresh at 1.15 after a person's decision, as nr_llm's resumed loop does", async () => {
+      const steps: RunStep[] = [];
+      const hooks: AgentLoopHooks = {
+        recordStep: (step) => {
+          steps.push(structuredClone(step));
+          return Promise.resolve();
+        },
+        logger: { warn: jest.fn(), error: jest.fn() },
+      };
+      const base: AgentLoopInput = {
+        adapter: createScriptedAdapter([call('t1', 150)]),
+        model: { contextLength: 2578, maxOutputTokens: 0, prices: null },
+        callOptions: { model: 'm' },
+        systemPrompt: 'You are a helpful assistant.',
+        prompt: 'What is 2 + 3?',
+        tools: { registry: createToolRegistry([bulky]) },
+        approvalRequired: ['bulky'],
+      };
+      expect((await driveRun(base, hooks)).status).toBe('WAITING_FOR_APPROVAL');
+      steps.push({ kind: 'approval', round: 1, durationMs: 0, decisions: [{ toolCallId: 't1', approved: true, reason: null, decidedBy: 'editor' }] });
+      const after = await driveRun({ ...base, adapter: createScriptedAdapter([{ content: 'done' }]), resume: { steps: [...steps], afterCrash: false } }, hooks);
+      expect(after).toMatchObject({ terminationReason: 'completed' });
+      // Without the fresh start round 2 would be ceil(733 × 150 / 117) = 940.
+      expect(contexts(steps).map((budget) => [budget.estimate, budget.calibration])).toEqual([
+        [117, 1.15],
+        [843, 1.15],
+      ]);
+    });
   });
 });
 

@@ -30,7 +30,7 @@ import type {
 import { estimateCost, type ModelPrices } from '../../providers/cost';
 import { composeSnippets } from '../../snippets/snippet-composer';
 import { ToolInputError, toToolDefinition, type ToolRegistration, type ToolRegistry } from '../tools/tool-registry';
-import { contextBudget, estimateTokens, fitContext, type ContextBudget } from './context-window';
+import { contextBudget, fitContext, type ContextBudget } from './context-window';
 import type {
   EndStep,
   LoopOutcome,
@@ -86,10 +86,15 @@ export interface AgentLoopInput {
    * The call options of behaviour.md §5 (model, temperature, top_p,
    * penalties, max_tokens, timeout, pass-through options). A `system_prompt`
    * or `captureRaw` key here is ignored: the system prompt travels as message
-   * 0 and raw capture is `captureRaw` below. `max_tokens` is also the
-   * response reserve of the context budget.
+   * 0 and raw capture is `captureRaw` below.
    */
   callOptions: CallOptions;
+  /**
+   * The `max_tokens` the run itself asked for (startRun's `maxTokens`), not
+   * the configuration's: the response reserve of the context budget, before
+   * the model's maximum output (behaviour.md §7, as nr_llm's loop reserves).
+   */
+  runMaxTokens?: number | null;
   /**
    * The effective system prompt, already composed by the caller: the
    * override if non-empty, else the configuration's prompt, with the snippet
@@ -352,7 +357,7 @@ class AgentLoopRun {
     this.callOptions = options;
     this.budget = contextBudget({
       contextLength: input.model.contextLength,
-      callMaxTokens: input.callOptions.max_tokens,
+      runMaxTokens: input.runMaxTokens,
       modelMaxOutputTokens: input.model.maxOutputTokens,
     });
     const approvalRequired = new Set(input.approvalRequired ?? []);
@@ -387,9 +392,7 @@ class AgentLoopRun {
     this.throwIfCancelled();
     const resume = this.input.resume;
     if (resume !== undefined) {
-      this.progress = rebuildProgress(resume.steps, this.rules, (messages, toolsOffered) =>
-        estimateTokens(messages, this.definitions.filter((definition) => toolsOffered.includes(definition.name))),
-      );
+      this.progress = rebuildProgress(resume.steps, this.rules);
     } else {
       const unknown = this.input.tools.registry.unknownNames(this.input.tools.allowList);
       if (unknown.length > 0) {
@@ -435,39 +438,34 @@ class AgentLoopRun {
   private async callModel(round: number, tools: ToolDefinition[]): Promise<ChatResult> {
     this.throwIfCancelled();
     const transcript = this.progress.transcript ?? [];
-    const calibration = this.progress.calibration;
-    const fit = fitContext(transcript, tools, this.budget.budget, calibration);
-    const context = {
-      ...this.budget,
-      estimate: fit.estimate,
-      droppedTurns: fit.droppedTurns,
-      calibration,
-      fits: fit.fits,
-    };
+    const fit = fitContext(transcript, tools, this.budget, this.progress.calibration.factor);
+    const context = fit.report;
+    if (fit.deferred === 'no_budget') {
+      this.hooks.logger.warn({ round, ...this.budget }, 'The context budget is not positive; the transcript is sent as is');
+    } else if (fit.deferred === 'unpaired_tool_message') {
+      this.hooks.logger.warn({ round }, 'A tool message answers no declared call; the transcript is sent as is');
+    }
     await this.record({ kind: 'context', round, durationMs: 0, contextBudget: context });
     if (contextDoesNotFit(context)) {
       this.hooks.logger.warn(
-        { round, estimate: fit.estimate, budget: this.budget.budget },
+        { round, estimate: context.estimate, budget: context.budget },
         'The transcript does not fit the context window; the model is not called',
       );
       throw new ContextTruncated();
     }
     const prices = this.input.model.prices;
     const costPerPromptToken = prices === null ? null : estimateCost({ promptTokens: 1_000_000, completionTokens: 0, totalTokens: 1_000_000 }, prices);
-    if (budgetWouldBeExceeded(this.progress, this.rules.budget, { promptEstimate: fit.estimate, costPerPromptToken: costPerPromptToken === null ? null : costPerPromptToken / 1_000_000 })) {
+    if (budgetWouldBeExceeded(this.progress, this.rules.budget, { promptEstimate: fit.sentEstimate, costPerPromptToken: costPerPromptToken === null ? null : costPerPromptToken / 1_000_000 })) {
       throw new BudgetExhausted();
     }
 
-    await this.record(
-      {
-        kind: 'request',
-        round,
-        durationMs: 0,
-        messagesSent: snapshot(fit.messages),
-        toolsOffered: tools.map((tool) => tool.name),
-      },
-      { rawEstimate: fit.rawEstimate },
-    );
+    await this.record({
+      kind: 'request',
+      round,
+      durationMs: 0,
+      messagesSent: snapshot(fit.messages),
+      toolsOffered: tools.map((tool) => tool.name),
+    });
 
     const request: ChatRequest = { messages: snapshot(fit.messages), options: { ...this.callOptions }, signal: this.signal };
     if (tools.length > 0) {

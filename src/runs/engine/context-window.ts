@@ -1,16 +1,24 @@
 /**
  * Fitting the agent loop's transcript into the model's context window
- * (behaviour.md §7).
+ * (behaviour.md §7), with nr_llm's numbers: its `ContextWindowManager::fit`
+ * and `TranscriptEstimator::estimate` are the reference.
  *
  * Pure functions: no tokenizer, no I/O. The estimate is a content-aware byte
- * heuristic that errs high, and a calibration factor grown from the prompt
- * token counts providers report keeps it from under-counting. Pruning drops
- * the oldest whole turns (an assistant message with its tool results), so the
- * pairing between a tool call and its result that providers insist on is never
- * broken.
+ * heuristic that errs high; a per-run calibration factor starts at 1.15 and
+ * grows toward the prompt token counts providers report, so the estimate is
+ * never trusted below what a provider has shown to be real. Pruning drops the
+ * oldest whole turns (an assistant message with its tool results), so the
+ * pairing between a tool call and its result that providers insist on is
+ * never broken by the pruning itself.
+ *
+ * The state a run carries from one send to the next (`ContextCalibration`)
+ * is rebuilt from the stored steps by the run machine's fold, so a resumed
+ * run fits exactly as it would have without the interruption.
  */
 
 import type { ChatMessage, ToolDefinition } from '../../providers/adapters/types';
+import { phpJsonDecode, phpJsonEncode, phpValueOf } from '../../shared/php-json';
+import type { ContextBudgetReport } from './run-step';
 
 /** Tokens charged per message for the role and wrapper tokens a provider adds. */
 export const MESSAGE_OVERHEAD_TOKENS = 8;
@@ -24,12 +32,16 @@ export const DENSE_BYTES_PER_TOKEN = 2.5;
 export const UNKNOWN_CONTEXT_WINDOW = 8192;
 /** Share of the window held back on top of the response reserve. */
 export const SAFETY_FRACTION = 0.03;
-/** The smallest response reserve when neither the call nor the model names one. */
+/** The smallest response reserve when neither the run nor the model names one. */
 export const MIN_RESERVE_TOKENS = 1000;
-/** Share of the window reserved for the response when neither the call nor the model names one. */
+/** Share of the window reserved for the response when neither the run nor the model names one. */
 export const RESERVE_FRACTION = 0.02;
-/** The calibration factor a run starts with: the raw estimate as it is. */
-export const INITIAL_CALIBRATION = 1;
+/**
+ * The calibration factor of a first send, before any provider reported a
+ * prompt token count: the estimate is taken 15 % high. The factor only grows
+ * from there, so no send of a run is estimated below × 1.15.
+ */
+export const CALIBRATION_SEED = 1.15;
 
 /** The budget breakdown of §7, all in tokens. */
 export interface ContextBudget {
@@ -46,23 +58,29 @@ export interface ContextBudget {
 export interface ContextBudgetInput {
   /** `tx_nrllm_model.context_length`; 0 (or less) = unknown. */
   contextLength: number;
-  /** The call's `max_tokens`; absent or ≤ 0 = not set. */
-  callMaxTokens?: number | null;
+  /**
+   * The `max_tokens` the run itself asked for (startRun's `maxTokens`), not
+   * the configuration's: as in nr_llm, whose loop reserves its run options'
+   * value and otherwise the model's. Absent or ≤ 0 = not set.
+   */
+  runMaxTokens?: number | null;
   /** `tx_nrllm_model.max_output_tokens`; 0 (or less) = unknown. */
   modelMaxOutputTokens?: number | null;
 }
 
 /**
- * The window, reserve, safety margin and budget for one call. The unknown
- * model gives 8192 − 1000 − 246 = 6946.
+ * The window, reserve, safety margin and budget of a run's calls. The
+ * unknown model gives 8192 − 1000 − 246 = 6946; a 128000 model with 16384
+ * output tokens 128000 − 16384 − 3840 = 107776, whatever `max_tokens` its
+ * configuration sets.
  */
 export function contextBudget(input: ContextBudgetInput): ContextBudget {
   const window = input.contextLength > 0 ? input.contextLength : UNKNOWN_CONTEXT_WINDOW;
-  const callMaxTokens = input.callMaxTokens ?? 0;
+  const runMaxTokens = input.runMaxTokens ?? 0;
   const modelMaxOutputTokens = input.modelMaxOutputTokens ?? 0;
   let reserve: number;
-  if (callMaxTokens > 0) {
-    reserve = callMaxTokens;
+  if (runMaxTokens > 0) {
+    reserve = runMaxTokens;
   } else if (modelMaxOutputTokens > 0) {
     reserve = modelMaxOutputTokens;
   } else {
@@ -77,17 +95,51 @@ function utf8Bytes(text: string): number {
 }
 
 /**
+ * The bytes a tool call's arguments are counted with: nr_llm holds the
+ * arguments decoded (text PHP cannot decode, or that is no object or list,
+ * holds as no arguments) and counts them re-encoded with PHP's default
+ * `json_encode`, no arguments as `{}`. So `{"a": 1}` counts as `{"a":1}`, a
+ * slash as `\/` and "é" as `\u00e9`. Arguments PHP could not encode again
+ * (a number beyond the float range) count as sent.
+ */
+export function toolCallArgumentBytes(text: string): number {
+  const decoded = phpJsonDecode(text);
+  if (!(decoded instanceof Map) || decoded.size === 0) {
+    return 2;
+  }
+  const encoded = phpJsonEncode(decoded);
+  return encoded === null ? utf8Bytes(text) : utf8Bytes(encoded);
+}
+
+/**
+ * The tool schemas as they go on the wire (`{"type":"function","function":
+ * {"name","description","parameters"}}` each), as PHP's `json_encode` with
+ * unescaped slashes and unicode writes the list: `[]` when no tool is offered.
+ */
+export function toolSchemaJson(tools: readonly ToolDefinition[]): string {
+  const wire = tools.map((tool) => ({
+    type: 'function',
+    function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+  }));
+  // PHP's json_encode fails only on what no tool schema holds (an unpaired surrogate); it then counts nothing.
+  return phpJsonEncode(phpValueOf(wire), { unescapedSlashes: true, unescapedUnicode: true }) ?? '';
+}
+
+/**
  * The raw (uncalibrated) token estimate of sending `messages` with `tools`
  * offered.
  *
  * 8 tokens per message and 12 per tool call; then the UTF-8 bytes of each
- * content class are summed and divided, each sum rounded up on its own:
- * - dense (÷ 2.5): tool-message content, tool call arguments, call ids (on
- *   the assistant's calls and on tool messages), and the tool schemas offered
- *   (`JSON.stringify` of the definitions; nothing when no tool is offered);
+ * content class are summed over the whole send and divided, each sum rounded
+ * up on its own:
+ * - dense (÷ 2.5): tool-message content, call ids (on the assistant's calls
+ *   and on tool messages), tool call arguments (`toolCallArgumentBytes`) and
+ *   the tool schema list (`toolSchemaJson`, `[]` without tools);
  * - prose (÷ 3.5): every other message content (system prompt, snippet
  *   messages, the user message with its skill block, assistant text) and the
  *   names of requested tool calls.
+ *
+ * A user message "Go" alone is 8 + 1 + 1 (`[]`) = 10.
  */
 export function estimateTokens(messages: readonly ChatMessage[], tools: readonly ToolDefinition[] = []): number {
   let overhead = 0;
@@ -105,7 +157,7 @@ export function estimateTokens(messages: readonly ChatMessage[], tools: readonly
         for (const call of message.tool_calls ?? []) {
           overhead += TOOL_CALL_OVERHEAD_TOKENS;
           proseBytes += utf8Bytes(call.function.name);
-          denseBytes += utf8Bytes(call.function.arguments);
+          denseBytes += toolCallArgumentBytes(call.function.arguments);
           denseBytes += utf8Bytes(call.id);
         }
         break;
@@ -119,42 +171,74 @@ export function estimateTokens(messages: readonly ChatMessage[], tools: readonly
       }
     }
   }
-  if (tools.length > 0) {
-    denseBytes += utf8Bytes(JSON.stringify(tools));
-  }
+  denseBytes += utf8Bytes(toolSchemaJson(tools));
   return overhead + Math.ceil(proseBytes / PROSE_BYTES_PER_TOKEN) + Math.ceil(denseBytes / DENSE_BYTES_PER_TOKEN);
 }
 
 /** The calibrated estimate: the raw estimate scaled by a factor of at least 1, rounded up. */
-export function calibratedEstimate(rawEstimate: number, calibration: number): number {
-  return Math.ceil(rawEstimate * Math.max(INITIAL_CALIBRATION, calibration));
+export function calibratedEstimate(rawEstimate: number, factor: number): number {
+  return Math.ceil(rawEstimate * Math.max(1, factor));
+}
+
+/** What a run's fitting carries from one send to the next. */
+export interface ContextCalibration {
+  /** The factor estimates are scaled by (≥ 1.15). */
+  factor: number;
+  /** The calibrated estimate the last measured fit approved; null before the first. */
+  lastSentEstimate: number | null;
 }
 
 /**
- * The calibration factor after a real call: the ratio of the prompt tokens
- * the provider reported to the raw estimate of what was sent, if that is
- * larger than the current factor. It only ever grows, so the estimate never
- * drifts below what providers have shown to be real. A call that reported no
- * prompt tokens (or an empty estimate) leaves the factor as it is.
+ * The state of a first send: the loop's first call, and the first call after
+ * a person decided pending tool calls (nr_llm's loop starts its fitting afresh
+ * when it resumes).
  */
-export function nextCalibration(current: number, reportedPromptTokens: number, rawEstimate: number): number {
-  if (!(rawEstimate > 0) || !(reportedPromptTokens > 0)) {
-    return current;
+export function firstSendCalibration(): ContextCalibration {
+  return { factor: CALIBRATION_SEED, lastSentEstimate: null };
+}
+
+/**
+ * The state after a provider answered: the factor grows to the reported
+ * prompt tokens divided by the calibrated estimate last approved, if that is
+ * larger. It never shrinks; nothing changes before a measured fit (or when
+ * the provider reported no prompt tokens).
+ */
+export function calibrateFromUsage(calibration: ContextCalibration, reportedPromptTokens: number): ContextCalibration {
+  const last = calibration.lastSentEstimate;
+  if (last === null || !(last > 0)) {
+    return calibration;
   }
-  return Math.max(current, reportedPromptTokens / rawEstimate);
+  return { ...calibration, factor: Math.max(calibration.factor, reportedPromptTokens / last) };
+}
+
+/**
+ * The state after a fit was recorded: a measured fit's estimate is what the
+ * next reported usage is divided by; a fit that sent as is without measuring
+ * (reported with budget 0) leaves the last measured one in place.
+ */
+export function calibrationAfterFit(calibration: ContextCalibration, report: Pick<ContextBudgetReport, 'budget' | 'estimate'> | null | undefined): ContextCalibration {
+  if (!report || !(report.budget > 0) || typeof report.estimate !== 'number') {
+    return calibration;
+  }
+  return { ...calibration, lastSentEstimate: report.estimate };
 }
 
 export interface ContextFit {
-  /** What to send: a copy of the input when it fits, else the pruned list. */
+  /** What to send: the input as is when it fits or is not measured, else the pruned list. */
   messages: ChatMessage[];
-  /** How many whole turns were dropped. */
-  droppedTurns: number;
-  /** Calibrated estimate of `messages` with the tools. */
-  estimate: number;
-  /** The same before calibration; what the next calibration divides by. */
-  rawEstimate: number;
-  /** False when even the pruned floor exceeds the budget: the caller must not send it. */
-  fits: boolean;
+  /** The CONTEXT step's figures. */
+  report: ContextBudgetReport;
+  /**
+   * Why the transcript went out as is without being measured (the report is
+   * then all zeros): a budget ≤ 0, or a tool message whose call id no
+   * earlier assistant message declared. Null when measured.
+   */
+  deferred: 'no_budget' | 'unpaired_tool_message' | null;
+  /**
+   * The calibrated estimate of `messages` with the tools, also where the
+   * report says 0 (the run's own token budget is checked against it).
+   */
+  sentEstimate: number;
 }
 
 /**
@@ -183,69 +267,77 @@ export function partitionTranscript(messages: readonly ChatMessage[]): { head: C
 }
 
 /**
- * Removes every tool message whose call id no earlier assistant message
- * declared. Providers refuse such a transcript; it can only arise when a turn
- * boundary was crossed, and the guard makes that impossible to send.
+ * Whether every tool message answers a call id an earlier assistant message
+ * declared (an empty id never does). An assistant call still without its
+ * result is fine: that is the newest turn, waiting.
  */
-export function dropOrphanedToolMessages(messages: readonly ChatMessage[]): ChatMessage[] {
+export function toolMessagesArePaired(messages: readonly ChatMessage[]): boolean {
   const declared = new Set<string>();
-  const kept: ChatMessage[] = [];
   for (const message of messages) {
     if (message.role === 'assistant') {
       for (const call of message.tool_calls ?? []) {
         declared.add(call.id);
       }
-    } else if (message.role === 'tool' && !declared.has(message.tool_call_id)) {
-      continue;
+    } else if (message.role === 'tool' && (message.tool_call_id === '' || !declared.has(message.tool_call_id))) {
+      return false;
     }
-    kept.push(message);
   }
-  return kept;
+  return true;
 }
 
 /**
- * Fits a transcript to a budget (§7).
+ * Fits a transcript to a budget (§7), with the calibration factor of this
+ * send.
  *
- * Within budget (or a budget ≤ 0, which means "send as is"): the messages are
- * returned unchanged. Over budget: the head is kept, and the oldest whole
- * turns are dropped while more than one remains and the rest is still over
- * budget. `fits` is false when even that floor is over budget. The result
- * never holds a tool message whose call id no earlier assistant message
- * declared.
+ * - A budget ≤ 0 (a reserve larger than the window): the messages go out as
+ *   they are, reported as 0 / 0 (every figure 0), nothing is measured.
+ * - Within budget: the messages go out as they are.
+ * - Over budget: the head is kept, and the oldest whole turns are dropped
+ *   while more than one remains and the rest is still over budget; `fits` is
+ *   false when even that floor is over budget (the caller must not send).
+ * - When the list so chosen has a tool message whose call id no earlier
+ *   assistant message declared, the fit is abandoned: the input goes out as
+ *   it is, reported as 0 / 0, and the provider is left to judge it.
  */
 export function fitContext(
   messages: readonly ChatMessage[],
   tools: readonly ToolDefinition[],
-  budget: number,
-  calibration: number,
+  budget: ContextBudget,
+  factor: number,
 ): ContextFit {
-  const measure = (candidate: readonly ChatMessage[]): { raw: number; estimate: number } => {
-    const raw = estimateTokens(candidate, tools);
-    return { raw, estimate: calibratedEstimate(raw, calibration) };
-  };
+  const measure = (candidate: readonly ChatMessage[]): number => calibratedEstimate(estimateTokens(candidate, tools), factor);
+  const asIs = (deferred: 'no_budget' | 'unpaired_tool_message'): ContextFit => ({
+    messages: [...messages],
+    report: { window: 0, reserve: 0, safety: 0, budget: 0, estimate: 0, droppedTurns: 0, calibration: factor, fits: true },
+    deferred,
+    sentEstimate: measure(messages),
+  });
 
-  const whole = dropOrphanedToolMessages(messages);
-  const wholeSize = measure(whole);
-  if (budget <= 0 || wholeSize.estimate <= budget) {
-    return { messages: whole, droppedTurns: 0, estimate: wholeSize.estimate, rawEstimate: wholeSize.raw, fits: true };
+  if (budget.budget <= 0) {
+    return asIs('no_budget');
   }
 
-  const { head, turns } = partitionTranscript(whole);
-  let kept = turns;
+  let candidate: ChatMessage[] = [...messages];
+  let estimate = measure(candidate);
   let droppedTurns = 0;
-  let candidate = whole;
-  let size = wholeSize;
-  while (kept.length > 1 && size.estimate > budget) {
-    kept = kept.slice(1);
-    droppedTurns += 1;
-    candidate = dropOrphanedToolMessages([...head, ...kept.flat()]);
-    size = measure(candidate);
+  if (estimate > budget.budget) {
+    const { head, turns } = partitionTranscript(messages);
+    let kept = turns;
+    while (kept.length > 1 && estimate > budget.budget) {
+      kept = kept.slice(1);
+      droppedTurns += 1;
+      candidate = [...head, ...kept.flat()];
+      estimate = measure(candidate);
+    }
+  }
+
+  if (!toolMessagesArePaired(candidate)) {
+    return asIs('unpaired_tool_message');
   }
   return {
     messages: candidate,
-    droppedTurns,
-    estimate: size.estimate,
-    rawEstimate: size.raw,
-    fits: size.estimate <= budget,
+    report: { ...budget, estimate, droppedTurns, calibration: factor, fits: estimate <= budget.budget },
+    deferred: null,
+    sentEstimate: estimate,
   };
 }

@@ -117,6 +117,30 @@ describe('the run state machine', () => {
     expect(transcriptToolCall({ id: 'c', name: 'n', arguments: {} }).function.arguments).toBe('{}');
   });
 
+  test('the context calibration is a fold over the steps: the stored estimate, then the reported prompt tokens; a decision starts afresh', () => {
+    const measured = (round: number, estimate: number, budget = 6946): RunStep => ({
+      kind: 'context',
+      round,
+      durationMs: 0,
+      // Rows written before nr_llm's rule hold calibration 1; the fold does not read it.
+      contextBudget: { window: budget > 0 ? 8192 : 0, reserve: 0, safety: 0, budget, estimate, droppedTurns: 0, calibration: 1, fits: true },
+    });
+    const answered = (round: number, promptTokens: number, calls = [twoCalls[0]!]): RunStep => ({ ...(llm(round, calls) as Extract<RunStep, { kind: 'llm' }>), promptTokens });
+    expect(rebuildProgress([], rules()).calibration).toEqual({ factor: 1.15, lastSentEstimate: null });
+
+    const round1 = [measured(1, 117), request(1), answered(1, 150), tool(1, 'a')];
+    expect(rebuildProgress(round1, rules()).calibration).toEqual({ factor: 150 / 117, lastSentEstimate: 117 });
+    // A send reported as 0 / 0 was not measured: the next report is divided by the last measured estimate.
+    const round2 = [...round1, measured(2, 0, 0), request(2), answered(2, 234, [twoCalls[1]!])];
+    expect(rebuildProgress(round2, rules()).calibration).toEqual({ factor: 2, lastSentEstimate: 117 });
+
+    const approval = rules({ needsApproval: () => true });
+    const waiting = [measured(1, 117), request(1), answered(1, 150, twoCalls), { kind: 'approval', round: 1, durationMs: 0, pendingToolCalls: twoCalls } as RunStep];
+    expect(rebuildProgress(waiting, approval).calibration.factor).toBe(150 / 117);
+    const decided: RunStep = { kind: 'approval', round: 1, durationMs: 0, decisions: twoCalls.map((call) => ({ toolCallId: call.id, approved: true, reason: null, decidedBy: 'editor' })) };
+    expect(rebuildProgress([...waiting, decided], approval).calibration).toEqual({ factor: 1.15, lastSentEstimate: null });
+  });
+
   test('budgets: spent tokens plus the next prompt\'s estimate, and its cost at the input price', () => {
     const progress = rebuildProgress([context(1), request(1), llm(1, twoCalls)], rules());
     expect(budgetWouldBeExceeded(progress, { maxTotalTokens: 25, maxCost: null }, { promptEstimate: 10, costPerPromptToken: null })).toBe(false);

@@ -19,7 +19,7 @@
  */
 
 import type { ChatMessage, ToolCall, Usage } from '../../providers/adapters/types';
-import { INITIAL_CALIBRATION, nextCalibration } from './context-window';
+import { calibrateFromUsage, calibrationAfterFit, firstSendCalibration, type ContextCalibration } from './context-window';
 import type { ApprovalDecision, ContextBudgetReport, RequestedToolCall, RunOutcomeStatus, RunStep } from './run-step';
 
 /** Every state a run can be in (the GraphQL `RunStatus`). */
@@ -138,9 +138,8 @@ export interface RunProgress {
   usage: Usage;
   /** Sum of the stored calls' costs; null while every call was unpriced. */
   spentCost: number | null;
-  calibration: number;
-  /** Raw estimate of the last request sent, for calibrating against the reported prompt tokens. */
-  lastRequestRawEstimate: number;
+  /** The context window's calibration for the next send (`context-window.ts`). */
+  calibration: ContextCalibration;
   lastContext: ContextBudgetReport | null;
   /** Tools offered with the last request. */
   lastToolsOffered: string[] | null;
@@ -160,8 +159,7 @@ export function initialProgress(): RunProgress {
     iterations: 0,
     usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
     spentCost: null,
-    calibration: INITIAL_CALIBRATION,
-    lastRequestRawEstimate: 0,
+    calibration: firstSendCalibration(),
     lastContext: null,
     lastToolsOffered: null,
     lastAnswer: null,
@@ -173,12 +171,11 @@ export function initialProgress(): RunProgress {
 
 /**
  * What the recording side knows beyond the stored step: the exact usage
- * classes and the raw estimate of a request. Absent when a run is rebuilt
- * from the table; the stored numbers are used then.
+ * classes. Absent when a run is rebuilt from the table; the stored numbers
+ * are used then.
  */
 export interface StepDetails {
   usage?: Usage;
-  rawEstimate?: number;
 }
 
 /** A tool call as it goes back to the model in the assistant turn: arguments as sent, empty as `{}`. */
@@ -194,7 +191,7 @@ export function transcriptToolCall(call: RequestedToolCall): ToolCall {
 }
 
 /** Folds one step into the progress (the progress is changed in place and returned). */
-export function applyStep(progress: RunProgress, step: RunStep, rules: Pick<RunRules, 'maxRounds'>, details: StepDetails = {}, estimateRaw?: (messages: ChatMessage[], toolsOffered: string[]) => number): RunProgress {
+export function applyStep(progress: RunProgress, step: RunStep, rules: Pick<RunRules, 'maxRounds'>, details: StepDetails = {}): RunProgress {
   progress.stepCount += 1;
   switch (step.kind) {
     case 'assembled':
@@ -202,6 +199,8 @@ export function applyStep(progress: RunProgress, step: RunStep, rules: Pick<RunR
       break;
     case 'context':
       progress.lastContext = step.contextBudget;
+      // The stored estimate is what the next reported usage is divided by.
+      progress.calibration = calibrationAfterFit(progress.calibration, step.contextBudget);
       progress.round = step.round;
       break;
     case 'request':
@@ -209,13 +208,12 @@ export function applyStep(progress: RunProgress, step: RunStep, rules: Pick<RunR
       progress.transcript ??= structuredClone(step.messagesSent);
       progress.round = step.round;
       progress.lastToolsOffered = step.toolsOffered;
-      progress.lastRequestRawEstimate = details.rawEstimate ?? (estimateRaw ? estimateRaw(step.messagesSent, step.toolsOffered) : 0);
       break;
     case 'llm': {
       const usage = details.usage ?? { promptTokens: step.promptTokens, completionTokens: step.completionTokens, totalTokens: step.totalTokens };
       addUsage(progress.usage, usage);
       if (step.estimatedCost !== null && step.estimatedCost !== undefined) progress.spentCost = (progress.spentCost ?? 0) + step.estimatedCost;
-      progress.calibration = nextCalibration(progress.calibration, usage.promptTokens, progress.lastRequestRawEstimate);
+      progress.calibration = calibrateFromUsage(progress.calibration, usage.promptTokens);
       progress.round = step.round;
       const withTools = (progress.lastToolsOffered?.length ?? 0) > 0;
       if (step.round <= rules.maxRounds) progress.iterations = step.round;
@@ -236,7 +234,11 @@ export function applyStep(progress: RunProgress, step: RunStep, rules: Pick<RunR
       const turn = progress.openTurn;
       if (!turn) break;
       if (step.pendingToolCalls) turn.approval = { pending: step.pendingToolCalls, decisions: null };
-      if (step.decisions && turn.approval) turn.approval.decisions = step.decisions;
+      if (step.decisions && turn.approval) {
+        turn.approval.decisions = step.decisions;
+        // The loop goes on after a person's decision as nr_llm's resumed loop does: its next send is a first send.
+        progress.calibration = firstSendCalibration();
+      }
       break;
     }
     case 'tool':
@@ -254,9 +256,9 @@ export function applyStep(progress: RunProgress, step: RunStep, rules: Pick<RunR
 }
 
 /** Rebuilds a run's progress from its stored steps, in sequence order. */
-export function rebuildProgress(steps: readonly RunStep[], rules: Pick<RunRules, 'maxRounds'>, estimateRaw?: (messages: ChatMessage[], toolsOffered: string[]) => number): RunProgress {
+export function rebuildProgress(steps: readonly RunStep[], rules: Pick<RunRules, 'maxRounds'>): RunProgress {
   const progress = initialProgress();
-  for (const step of steps) applyStep(progress, step, rules, {}, estimateRaw);
+  for (const step of steps) applyStep(progress, step, rules);
   return progress;
 }
 

@@ -30,7 +30,11 @@ export interface AssembledStep extends StepBase {
   messagesSent: ChatMessage[];
 }
 
-/** The budget breakdown of behaviour.md §7 for one call. */
+/**
+ * The budget breakdown of behaviour.md §7 for one call. A transcript sent as
+ * is without being measured (a budget ≤ 0, or a tool message answering no
+ * declared call) reports every figure as 0, `fits` true.
+ */
 export interface ContextBudgetReport {
   window: number;
   reserve: number;
@@ -39,7 +43,7 @@ export interface ContextBudgetReport {
   /** Calibrated estimate of what is sent (after any dropping). */
   estimate: number;
   droppedTurns: number;
-  /** The calibration factor used (≥ 1). */
+  /** The calibration factor used (1.15 on a first send, growing from there; rows written before that may hold 1). */
   calibration: number;
   /** False: over budget even after dropping; the run stops with `context_truncated`. */
   fits: boolean;
