@@ -9,17 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { ApolloServer, HeaderMap, type ApolloServerPlugin, type HTTPGraphQLRequest } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
-import {
-  type DocumentNode,
-  type ExecutionResult,
-  getOperationAST,
-  GraphQLError,
-  type GraphQLSchema,
-  NoSchemaIntrospectionCustomRule,
-  parse,
-  specifiedRules,
-  validate as validateDocument,
-} from 'graphql';
+import { type ExecutionResult, getOperationAST, GraphQLError, type GraphQLSchema, NoSchemaIntrospectionCustomRule, specifiedRules } from 'graphql';
 import { illFormedTextError, wellFormedTextPlugin } from './graphql/well-formed-text';
 import { WebSocketServer } from 'ws';
 import type { Caller } from './auth/roles';
@@ -28,6 +18,7 @@ import { createConsoleRoutes } from './console/console-routes';
 import { createDataSource } from './db/data-source';
 import { checkSharedSchema } from './db/shared-schema';
 import type { GraphQLContext } from './graphql/context';
+import { DocumentCache } from './graphql/document-cache';
 import { createErrorFormatter } from './graphql/format-error';
 import { createLoaders } from './graphql/loaders';
 import { costRefusal, oversizedAnswer, parseOptionsFor, type QueryLimits, validationRulesFor } from './graphql/query-limits';
@@ -210,6 +201,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
     result.errors?.length ? { ...result, errors: formatErrors(result.errors) as unknown as GraphQLError[] } : result;
   // Apollo adds the introspection rule itself when INTROSPECTION=false; graphql-ws needs it here.
   const wsValidationRules = [...specifiedRules, ...validationRules, ...(config.introspection ? [] : [NoSchemaIntrospectionCustomRule])];
+  const wsDocuments = new DocumentCache(schema, wsValidationRules, parseOptions);
   const wsServer = new WebSocketServer({ server: httpServer, path: '/graphql', maxPayload: config.bodyLimitBytes });
   const guards = new SocketGuards(
     { perConnection: config.maxSubscriptionsPerConnection, perToken: config.maxSubscriptionsPerToken },
@@ -226,18 +218,17 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         const guarded = ctx.extra.guarded;
         const caller = guarded ? await guards.recheck(guarded) : null;
         if (!guarded || !caller) return [revokedTokenError()];
-        let document: DocumentNode;
-        try {
-          document = parse(payload.query, parseOptions);
-        } catch (error) {
-          return [withCode(error, 'GRAPHQL_PARSE_FAILED')];
+        // Parsed and validated once per distinct text (every watcher sends the same subscription).
+        const prepared = wsDocuments.prepare(payload.query);
+        if (prepared.errors) {
+          const code = prepared.stage === 'parse' ? 'GRAPHQL_PARSE_FAILED' : 'GRAPHQL_VALIDATION_FAILED';
+          return prepared.errors.map((error) => withCode(error, code));
         }
+        const document = prepared.document;
         // A subscription over the limits is refused before the costly checks (a burst of them stays cheap).
         const isSubscription = getOperationAST(document, payload.operationName)?.operation === 'subscription';
         const full = isSubscription ? guards.subscriptionRefusal(guarded) : null;
         if (full) return [full];
-        const errors = validateDocument(schema, document, wsValidationRules);
-        if (errors.length > 0) return errors.map((error) => withCode(error, 'GRAPHQL_VALIDATION_FAILED'));
         const refusal = costRefusal(limits, schema, document, payload.variables, payload.operationName);
         if (refusal) return [refusal];
         // The same text rule as over HTTP (wellFormedTextPlugin).

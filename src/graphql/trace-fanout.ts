@@ -39,9 +39,10 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import crypto from 'node:crypto';
-import { createSourceEventStream, execute, print, type ExecutionArgs, type ExecutionResult } from 'graphql';
+import { createSourceEventStream, type DocumentNode, execute, print, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import { CloseCode, handleProtocols, makeServer, type FormattedExecutionResult, type ServerOptions } from 'graphql-ws';
 import type { WebSocket, WebSocketServer } from 'ws';
+import { InboundTurns } from './inbound-turns';
 
 type Result = ExecutionResult | Promise<ExecutionResult>;
 
@@ -65,6 +66,8 @@ export interface TraceFanoutOptions extends SharedSubscribeOptions {
   keepAliveMs?: number;
   /** Sockets that may start writing in one event-loop turn (the rest wait for the next). */
   socketsPerTurn?: number;
+  /** graphql-ws messages started per event-loop turn over all connections (see inbound-turns). */
+  messagesPerTurn?: number;
   /** Told of a failure inside the server's message handling (the socket is then closed with 4500). */
   onInternalError?: (error: unknown) => void;
 }
@@ -81,6 +84,7 @@ export function serveSubscriptions<P extends Record<PropertyKey, unknown>, E ext
   fanout: TraceFanoutOptions,
 ): { dispose(): Promise<void> } {
   const turns = new DeliveryTurns(fanout.socketsPerTurn ?? SOCKETS_PER_TURN);
+  const inbound = new InboundTurns({ messagesPerTurn: fanout.messagesPerTurn });
   const keepAliveMs = fanout.keepAliveMs ?? 12_000;
   const server = makeServer<P, SocketExtra & Partial<E>>({
     ...options,
@@ -122,10 +126,15 @@ export function serveSubscriptions<P extends Record<PropertyKey, unknown>, E ext
         protocol: socket.protocol,
         send: (data) => turns.send(socket, tcp, expandPreSerialized(data)),
         close: (code, reason) => socket.close(code, reason),
-        onMessage: (handle) =>
+        // Messages are started in turns, a few per event-loop turn over all connections (see inbound-turns).
+        onMessage: (handle) => {
+          const line = inbound.open(socket);
+          socket.once('close', () => line.close());
           socket.on('message', (data: Buffer) => {
-            handle(String(data)).catch(fail);
-          }),
+            const text = String(data);
+            line.take(() => void handle(text).catch(fail));
+          });
+        },
       },
       { socket, request } as SocketExtra & Partial<E>,
     );
@@ -262,10 +271,17 @@ function write(socket: WebSocket, tcp: Socket, data: string): Promise<void> {
 
 export function createSharedSubscribe(options: SharedSubscribeOptions) {
   const results = new WeakMap<object, Map<string, Promise<ExecutionResult>>>();
+  // Documents are shared between operations with the same text (see document-cache): printed once each.
+  const printed = new WeakMap<DocumentNode, string>();
+  const printOnce = (document: DocumentNode) => {
+    let text = printed.get(document);
+    if (text === undefined) printed.set(document, (text = print(document)));
+    return text;
+  };
   return async function subscribe(args: ExecutionArgs): Promise<AsyncIterable<ExecutionResult> | ExecutionResult> {
     const source = await createSourceEventStream(args);
     if (!isAsyncIterable(source)) return source;
-    const key = JSON.stringify([print(args.document), args.operationName ?? null, args.variableValues ?? null, options.contextKey(args.contextValue)]);
+    const key = JSON.stringify([printOnce(args.document), args.operationName ?? null, args.variableValues ?? null, options.contextKey(args.contextValue)]);
     return mapAsyncIterator(source, (event: unknown): Result => {
       if (typeof event !== 'object' || event === null) return execute({ ...args, rootValue: event }) as Result;
       let perEvent = results.get(event);
