@@ -14,8 +14,10 @@ import { ModelService } from './providers/model.service';
 import type { PromptEventBus } from './prompt-history/prompt-event-bus';
 import { PromptHistoryService } from './prompt-history/prompt-history.service';
 import { PromptLibraryCache } from './prompt-history/prompt-library';
+import { VersionPins } from './prompt-history/version-pins';
 import { ProviderTester } from './providers/provider-tester';
 import { ProviderService } from './providers/provider.service';
+import { ReleaseService } from './releases/release.service';
 import type { RunService } from './runs/run.service';
 import type { SecretBox } from './shared/secret-box';
 import { SkillService } from './skills/skill.service';
@@ -37,6 +39,7 @@ export interface Services {
   providerTester: ProviderTester;
   history: PromptHistoryService;
   library: PromptLibraryCache;
+  releases: ReleaseService;
   /** Serialises writes per table in this process (identifier checks, version numbers). */
   /** The database lock every identifier write (and the change detector) takes per table. */
   identifiers: IdentifierLock;
@@ -65,18 +68,21 @@ export function createCoreServices(
   const history = new PromptHistoryService(dataSource, promptEvents, webhooks.outbox);
   const providers = new ProviderService(dataSource, identifiers, secrets, config);
   const models = new ModelService(dataSource, identifiers);
+  const snippets = new SnippetService(dataSource, identifiers, history);
+  const configurations = new ConfigurationService(dataSource, identifiers, history);
   return {
     dataSource,
     dialect,
-    snippets: new SnippetService(dataSource, identifiers, history),
+    snippets,
     providers,
     models,
-    configurations: new ConfigurationService(dataSource, identifiers, history),
+    configurations,
     skills: new SkillService(dataSource, identifiers, history),
     tokens: new ApiTokenService(dataSource, logger, revocations),
     providerTester: new ProviderTester(providers, models, logger),
     history,
     library: new PromptLibraryCache(dataSource, history),
+    releases: new ReleaseService(dataSource, identifiers, configurations, models, snippets, history, new VersionPins(dataSource, history, identifiers)),
     identifiers,
     webhooks: webhooks.service,
     webhookOutbox: webhooks.outbox,

@@ -104,6 +104,16 @@ export function buildCallOptions(input: CallOptionsInput): Record<string, unknow
     options.system_prompt = effectivePrompt;
   }
 
+  applyMaxTokensFallback(options, model);
+  return options;
+}
+
+/**
+ * Step 5 of `buildCallOptions`, in place: a `max_tokens` that is missing,
+ * `null` or an integer ≤ 0 becomes the model's `max_output_tokens` when that
+ * is > 0, else the key is removed.
+ */
+export function applyMaxTokensFallback(options: Record<string, unknown>, model: Pick<CallOptionsModel, 'maxOutputTokens'> | null): void {
   const maxTokens = options.max_tokens;
   if (maxTokens === undefined || maxTokens === null || (typeof maxTokens === 'number' && Number.isInteger(maxTokens) && maxTokens <= 0)) {
     if (model !== null && model.maxOutputTokens > 0) {
@@ -112,8 +122,6 @@ export function buildCallOptions(input: CallOptionsInput): Record<string, unknow
       delete options.max_tokens;
     }
   }
-
-  return options;
 }
 
 /**

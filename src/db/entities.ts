@@ -5,12 +5,14 @@ import { McpCredentialEntity } from '../mcp/mcp-credential.entity';
 import { McpServerEntity } from '../mcp/mcp-server.entity';
 import { McpToolEntity } from '../mcp/mcp-tool.entity';
 import { PromptVersionEntity } from '../prompt-history/prompt-version.entity';
+import { ConfigurationReleaseEntity } from '../releases/configuration-release.entity';
 import { ModelPriceEntity } from '../providers/model-price.entity';
 import { ModelEntity } from '../providers/model.entity';
 import { ProviderEntity } from '../providers/provider.entity';
 import { AgentRunEventEntity } from '../runs/agent-run-event.entity';
 import { AgentRunEntity } from '../runs/agent-run.entity';
 import { RunLeaseEntity } from '../runs/run-lease.entity';
+import { RunProvenanceEntity } from '../runs/run-provenance.entity';
 import { RunRequestEntity } from '../runs/run-request.entity';
 import { SkillEntity } from '../skills/skill.entity';
 import { PromptSnippetEntity } from '../snippets/snippet.entity';
@@ -31,6 +33,6 @@ export const typo3Entities = [
 ];
 
 /** The service's own tables (`promptwire_*`). */
-export const ownEntities = [ApiTokenEntity, ModelPriceEntity, RunLeaseEntity, RunRequestEntity, PromptVersionEntity, McpCredentialEntity, WebhookEntity, WebhookDeliveryEntity];
+export const ownEntities = [ApiTokenEntity, ModelPriceEntity, RunLeaseEntity, RunRequestEntity, PromptVersionEntity, McpCredentialEntity, WebhookEntity, WebhookDeliveryEntity, ConfigurationReleaseEntity, RunProvenanceEntity];
 
 export const allEntities = [...typo3Entities, ...ownEntities];

@@ -6,13 +6,14 @@ import { ConfigurationResolver } from '../configurations/configuration.resolver'
 import { McpServerResolver } from '../mcp/mcp.resolver';
 import { PromptHistoryResolver } from '../prompt-history/prompt-history.resolver';
 import { ModelResolver, ProviderResolver } from '../providers/provider.resolver';
+import { ConfigurationReleaseResolver } from '../releases/release.resolver';
 import { RunResolver, RunStepResolver } from '../runs/run.resolver';
 import { SkillResolver } from '../skills/skill.resolver';
 import { SnippetResolver } from '../snippets/snippet.resolver';
 import { WebhookResolver } from '../webhooks/webhook.resolver';
 import { authChecker } from './auth-checker';
 
-export const resolvers = [SnippetResolver, ProviderResolver, ModelResolver, ConfigurationResolver, SkillResolver, ApiTokenResolver, RunResolver, RunStepResolver, PromptHistoryResolver, McpServerResolver, WebhookResolver] as const;
+export const resolvers = [SnippetResolver, ProviderResolver, ModelResolver, ConfigurationResolver, SkillResolver, ApiTokenResolver, RunResolver, RunStepResolver, PromptHistoryResolver, McpServerResolver, WebhookResolver, ConfigurationReleaseResolver] as const;
 
 /**
  * The schema is built from the resolver classes; `schema.graphql` is its committed print.

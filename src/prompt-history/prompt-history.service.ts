@@ -155,17 +155,23 @@ export class PromptHistoryService {
 
   /** The latest stored version of each given record, for the change detector. */
   async latestFingerprints(manager: EntityManager, kind: VersionedKind, uids: readonly number[]): Promise<Map<number, string>> {
-    const result = new Map<number, string>();
+    const latest = await this.latestVersions(manager, kind, uids);
+    return new Map([...latest].map(([uid, { fingerprint }]) => [uid, fingerprint]));
+  }
+
+  /** The number and fingerprint of the latest stored version of each given record. */
+  async latestVersions(manager: EntityManager, kind: VersionedKind, uids: readonly number[]): Promise<Map<number, { version: number; fingerprint: string }>> {
+    const result = new Map<number, { version: number; fingerprint: string }>();
     for (let start = 0; start < uids.length; start += 500) {
       const chunk = uids.slice(start, start + 500);
       const rows = await manager
         .getRepository(PromptVersionEntity)
         .createQueryBuilder('v')
-        .select(['v.recordUid', 'v.fingerprint'])
+        .select(['v.recordUid', 'v.version', 'v.fingerprint'])
         .where('v.kind = :kind AND v.record_uid IN (:...uids)', { kind, uids: chunk })
         .andWhere('v.version = (SELECT MAX(l.version) FROM promptwire_prompt_version l WHERE l.kind = v.kind AND l.record_uid = v.record_uid)')
         .getMany();
-      for (const row of rows) result.set(row.recordUid, row.fingerprint);
+      for (const row of rows) result.set(row.recordUid, { version: row.version, fingerprint: row.fingerprint });
     }
     return result;
   }
