@@ -123,6 +123,7 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
       core.providers,
       core.snippets,
       core.skills,
+      core.releases,
       toolRegistry,
       bus,
       logger,

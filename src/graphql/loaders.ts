@@ -3,6 +3,8 @@ import type { ModelPriceEntity } from '../providers/model-price.entity';
 import type { ModelEntity } from '../providers/model.entity';
 import type { PromptLibrary } from '../prompt-history/prompt-library';
 import type { ProviderEntity } from '../providers/provider.entity';
+import type { StoredRelease } from '../releases/release.service';
+import type { RunProvenance } from '../runs/run-store';
 import type { Services } from '../services';
 import type { SkillEntity } from '../skills/skill.entity';
 import type { PromptSnippetEntity } from '../snippets/snippet.entity';
@@ -18,6 +20,9 @@ export interface Loaders {
   providerByUid: DataLoader<number, ProviderEntity | null>;
   priceByModelUid: DataLoader<number, ModelPriceEntity | null>;
   skillsByConfigurationUid: DataLoader<number, SkillEntity[]>;
+  /** What prompt each run started with (release, label, snippet versions), by run uid. */
+  runProvenanceByUid: DataLoader<number, RunProvenance | null>;
+  releaseById: DataLoader<number, StoredRelease | null>;
   /** Every active snippet, loaded and indexed by tag once per request; tag selection happens in code. */
   activeSnippets: () => Promise<ActiveSnippetIndex>;
   /** The whole prompt library (snippets and configurations), once per request. */
@@ -54,6 +59,14 @@ export function createLoaders(services: Services): Loaders {
     skillsByConfigurationUid: new DataLoader(async (uids) => {
       const map = await services.configurations.skillsByConfiguration(uids);
       return uids.map((uid) => map.get(uid) ?? []);
+    }),
+    runProvenanceByUid: new DataLoader(async (uids) => {
+      const map = await services.runs.store.provenanceOf(uids);
+      return uids.map((uid) => map.get(uid) ?? null);
+    }),
+    releaseById: new DataLoader(async (ids) => {
+      const rows = await services.releases.byIds(ids);
+      return ids.map((id) => rows.find((row) => row.id === id) ?? null);
     }),
     activeSnippets: () => (activeSnippets ??= services.snippets.allActive().then((rows) => new ActiveSnippetIndex(rows))),
     library: () => (library ??= services.library.get()),

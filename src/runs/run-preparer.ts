@@ -8,7 +8,7 @@
  */
 import { Role, roleAtLeast, type Caller } from '../auth/roles';
 import type { ConfigurationEntity } from '../configurations/configuration.entity';
-import { callOptionsOf, effectiveSystemPromptOf, type ConfigurationService } from '../configurations/configuration.service';
+import { callOptionsOf, effectiveSystemPromptOf, selectedSnippetsOf, type ConfigurationService } from '../configurations/configuration.service';
 import type { Logger } from '../logger';
 import { createChatAdapter } from '../providers/adapters/registry';
 import type { CallOptions, ChatAdapter } from '../providers/adapters/types';
@@ -20,7 +20,9 @@ import type { SkillEntity } from '../skills/skill.entity';
 import type { SkillService } from '../skills/skill.service';
 import { ActiveSnippetIndex, type SnippetService } from '../snippets/snippet.service';
 import type { AgentLoopInput } from './engine/agent-loop';
-import type { SkillInput } from './engine/skill-block';
+import { releaseCallOptions, checkLabel } from '../releases/release-rules';
+import { skillInputOf, type ReleaseService, type StoredRelease } from '../releases/release.service';
+import type { PromptSnippetEntity } from '../snippets/snippet.entity';
 import type { ExternalToolSource, ToolRegistry } from './tools/tool-registry';
 
 export interface StartRunRequest {
@@ -43,6 +45,14 @@ export interface StartRunRequest {
   maxTotalTokens?: number | null;
   /** Budget in US dollars, same rule. */
   maxCost?: number | null;
+  /** Run the configuration's release with this label instead of its current state. */
+  label?: string | null;
+  /**
+   * The release the label meant when the run started (set by the service,
+   * never by a caller): a run that goes on later runs this release even if
+   * the label has moved since.
+   */
+  releaseId?: number | null;
 }
 
 /** What `promptwire_run_request` keeps of a run: its input, checked, and who started it. */
@@ -57,6 +67,10 @@ export interface PreparedRun {
   loopInput: Omit<AgentLoopInput, 'signal'>;
   providerType: string | null;
   dryRun: boolean;
+  /** The release the run sends; null: the configuration as it is now. */
+  release: StoredRelease | null;
+  /** The snippets composed into the system prompt, in prompt order (for a release: as it froze them). */
+  composedSnippets: readonly PromptSnippetEntity[];
 }
 
 export interface RunPreparerOptions {
@@ -75,6 +89,7 @@ export class RunPreparer {
     private readonly providers: ProviderService,
     private readonly snippets: SnippetService,
     private readonly skills: SkillService,
+    private readonly releases: ReleaseService,
     private readonly tools: ToolRegistry,
     private readonly logger: Logger,
     private readonly options: RunPreparerOptions,
@@ -100,6 +115,13 @@ export class RunPreparer {
     }
     if (request.maxCost != null && (!Number.isFinite(request.maxCost) || request.maxCost <= 0)) {
       throw new BadUserInputError('maxCost must be a number of US dollars above 0', 'maxCost');
+    }
+    if (request.label != null) {
+      const label = checkLabel(request.label);
+      if (!label.ok) throw new BadUserInputError(label.message, 'label');
+      if (request.systemPrompt != null && request.systemPrompt !== '') {
+        throw new BadUserInputError('A release runs the system prompt it froze; systemPrompt cannot be combined with label', 'systemPrompt');
+      }
     }
   }
 
@@ -127,8 +149,12 @@ export class RunPreparer {
       }
     }
 
-    const configuration = await this.configurations.findByIdentifier(request.configuration ?? '');
+    // A run that goes on runs the release it started with, found by id: the label may have moved, the identifier changed.
+    const started = request.releaseId != null ? (await this.releases.byIds([request.releaseId]))[0] ?? null : null;
+    if (request.releaseId != null && !started) throw new NotFoundError(`The release ${request.releaseId} of this run no longer exists`, 'label');
+    const configuration = started ? await this.configurations.findByUid(started.configurationUid) : await this.configurations.findByIdentifier(request.configuration ?? '');
     if (!configuration) throw new NotFoundError(`No configuration with identifier "${request.configuration}"`, 'configuration');
+    const release = started ?? (request.label != null ? await this.releases.currentOf(configuration, request.label) : null);
     const forcedSnippets = request.forcedSnippets?.length ? await this.snippets.findForcedByIdentifiers(request.forcedSnippets) : [];
     const forcedSkills: SkillEntity[] = [];
     for (const identifier of request.forcedSkills ?? []) {
@@ -137,22 +163,31 @@ export class RunPreparer {
       else if (strict) throw new NotFoundError(`No skill with identifier "${identifier}"`, 'forcedSkills');
     }
     const dryRun = request.dryRun === true;
-    const model = configuration.modelUid ? (await this.models.findByUids([configuration.modelUid]))[0] ?? null : null;
-    if (!model && !dryRun) throw new BadUserInputError(`Configuration "${configuration.identifier}" has no model; set one with updateConfiguration`, 'configuration');
+    const modelUid = release ? release.modelUid : configuration.modelUid;
+    const model = modelUid ? (await this.models.findByUids([modelUid]))[0] ?? null : null;
+    if (!model && !dryRun) {
+      throw new BadUserInputError(
+        release
+          ? `The release "${release.label}" of "${configuration.identifier}" has no model (or its model was deleted); publish the configuration again`
+          : `Configuration "${configuration.identifier}" has no model; set one with updateConfiguration`,
+        'configuration',
+      );
+    }
     const provider = model ? (await this.providers.findByUids([model.providerUid]))[0] ?? null : null;
     if (model && !provider && !dryRun) throw new BadUserInputError(`The model "${model.identifier}" has no provider; fix it with updateModel`, 'configuration');
     if (provider && !provider.isActive && !dryRun) throw new BadUserInputError(`The provider "${provider.identifier}" is inactive`, 'configuration');
 
+    // A release brings its prompt, options and skills; only a run of the configuration as it is reads them now.
     const [activeSnippets, skillMap, prices] = await Promise.all([
-      this.snippets.allActive().then((rows) => new ActiveSnippetIndex(rows)),
-      this.configurations.skillsByConfiguration([configuration.uid]),
+      release ? null : this.snippets.allActive().then((rows) => new ActiveSnippetIndex(rows)),
+      release ? null : this.configurations.skillsByConfiguration([configuration.uid]),
       model ? this.models.pricesFor(model) : Promise.resolve(null),
     ]);
 
     const overrides: Record<string, unknown> = {};
     if (request.maxTokens != null) overrides.max_tokens = request.maxTokens;
     if (request.temperature != null) overrides.temperature = request.temperature;
-    const callOptions = callOptionsFor(configuration, model, activeSnippets, overrides);
+    const callOptions = release ? withModel(releaseCallOptions(release.callOptions, overrides, model), model) : callOptionsFor(configuration, model, activeSnippets!, overrides);
 
     const settings = provider ? this.providers.settingsFor(provider) : null;
     const adapter: ChatAdapter = settings ? this.adapterFor(settings) : unusableAdapter;
@@ -160,16 +195,18 @@ export class RunPreparer {
     return {
       configuration,
       dryRun,
+      release,
+      composedSnippets: activeSnippets ? selectedSnippetsOf(configuration, activeSnippets) : [],
       providerType: provider && !dryRun ? provider.adapterType : null,
       loopInput: {
         adapter,
         model: { contextLength: model?.contextLength ?? 0, maxOutputTokens: model?.maxOutputTokens ?? 0, prices: prices && (prices.costInput > 0 || prices.costOutput > 0 || prices.costCacheRead != null || prices.costCacheWrite != null || prices.costReasoning != null) ? prices : null },
         callOptions,
         runMaxTokens: request.maxTokens ?? null,
-        systemPrompt: effectiveSystemPromptOf(configuration, activeSnippets, request.systemPrompt),
+        systemPrompt: release ? release.effectiveSystemPrompt : effectiveSystemPromptOf(configuration, activeSnippets!, request.systemPrompt),
         forcedSnippets: forcedSnippets.map((s) => ({ identifier: s.identifier, name: s.name, snippet: s.snippet })),
-        configurationSkills: (skillMap.get(configuration.uid) ?? []).map(toSkillInput),
-        forcedSkills: forcedSkills.map(toSkillInput),
+        configurationSkills: release ? release.skills.map((skill) => skill.skill) : (skillMap!.get(configuration.uid) ?? []).map(skillInputOf),
+        forcedSkills: forcedSkills.map(skillInputOf),
         prompt: request.prompt,
         tools: { registry: tools, allowList: request.tools ?? undefined },
         maxRounds: request.maxRounds ?? undefined,
@@ -198,17 +235,9 @@ export class RunPreparer {
   }
 }
 
-function toSkillInput(skill: SkillEntity): SkillInput {
-  return {
-    identifier: skill.identifier,
-    source: skill.source ?? 0,
-    name: skill.name,
-    body: skill.body,
-    bodyChecksum: skill.bodyChecksum,
-    supportStatus: skill.supportStatus ?? 'full',
-    enabled: skill.enabled,
-    orphaned: skill.orphaned,
-  };
+/** The model a call names: the options' own (a frozen release keeps the model id it was published with), else the model's. */
+function withModel(options: Record<string, unknown>, model: ModelEntity | null): CallOptions {
+  return { ...options, model: typeof options.model === 'string' ? options.model : (model?.modelId ?? '') };
 }
 
 /** behaviour.md §5 without the system prompt, which the loop sends as message 0. */
@@ -219,7 +248,7 @@ function callOptionsFor(
   overrides: Record<string, unknown>,
 ): CallOptions {
   const { system_prompt: _systemPrompt, ...options } = callOptionsOf(configuration, model, activeSnippets, overrides);
-  return { ...options, model: typeof options.model === 'string' ? options.model : (model?.modelId ?? '') };
+  return withModel(options, model);
 
 }
 

@@ -7,7 +7,9 @@ import { unixNow } from '../shared/time';
 import { AgentRunEventEntity } from './agent-run-event.entity';
 import { AgentRunEntity } from './agent-run.entity';
 import { RunLeaseEntity } from './run-lease.entity';
+import { RunProvenanceEntity } from './run-provenance.entity';
 import { RunRequestEntity } from './run-request.entity';
+import type { ReleasedRecord } from '../releases/release-rules';
 import type { ApprovalStep, EndStep, RequestedToolCall, RunStep } from './engine/run-step';
 import type { StoredStep } from './trace-bus';
 import { storedCost, storedInt } from './engine/usage-limits';
@@ -47,6 +49,13 @@ export interface EndedRun {
   finishedAt: string;
 }
 
+/** What prompt a run started with (`promptwire_run_provenance`). */
+export interface RunProvenance {
+  releaseId: number | null;
+  label: string | null;
+  snippets: ReleasedRecord[];
+}
+
 /** Called inside the transaction that stores a run's END, so what it writes commits with the END or not at all. */
 export type RunEndedHook = (manager: EntityManager, run: EndedRun) => Promise<void>;
 
@@ -81,7 +90,7 @@ export class RunStore {
    * transaction, so no other instance can see the run without an owner and
    * declare it interrupted.
    */
-  async createRun(run: { uuid: string; configurationUid: number; configurationIdentifier: string }, leaseHolder?: string, request?: string): Promise<AgentRunEntity> {
+  async createRun(run: { uuid: string; configurationUid: number; configurationIdentifier: string }, leaseHolder?: string, request?: string, provenance?: RunProvenance): Promise<AgentRunEntity> {
     const now = unixNow();
     return this.dataSource.transaction(async (manager) => {
       const repository = manager.getRepository(AgentRunEntity);
@@ -110,8 +119,35 @@ export class RunStore {
       if (request !== undefined) {
         await manager.createQueryBuilder().insert().into(RunRequestEntity).values({ runUid: row.uid, request, requeueCount: 0 }).updateEntity(false).execute();
       }
+      if (provenance) {
+        await manager
+          .createQueryBuilder()
+          .insert()
+          .into(RunProvenanceEntity)
+          .values({ runUid: row.uid, releaseId: provenance.releaseId, label: provenance.label, snippets: JSON.stringify(provenance.snippets) })
+          .updateEntity(false)
+          .execute();
+      }
       return row;
     });
+  }
+
+  /** The provenance of each run that has one (runs started by older versions or by TYPO3 have none). */
+  async provenanceOf(runUids: readonly number[]): Promise<Map<number, RunProvenance>> {
+    const result = new Map<number, RunProvenance>();
+    if (runUids.length === 0) return result;
+    const rows = await this.dataSource.getRepository(RunProvenanceEntity).createQueryBuilder('p').where('p.run_uid IN (:...uids)', { uids: [...runUids] }).getMany();
+    for (const row of rows) {
+      let snippets: ReleasedRecord[] = [];
+      try {
+        const parsed: unknown = JSON.parse(row.snippets);
+        if (Array.isArray(parsed)) snippets = parsed as ReleasedRecord[];
+      } catch {
+        // A damaged row still shows its release.
+      }
+      result.set(row.runUid, { releaseId: row.releaseId, label: row.label, snippets });
+    }
+    return result;
   }
 
   async markRunning(uid: number): Promise<void> {

@@ -1,9 +1,11 @@
 import { MAX_PAGE_SIZE } from '../db/record-rules';
-import { Arg, Authorized, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root, Subscription, type SubscribeResolverData } from 'type-graphql';
+import { Arg, Authorized, Ctx, Extensions, FieldResolver, ID, Int, Mutation, Query, Resolver, Root, Subscription, type SubscribeResolverData } from 'type-graphql';
 import { Role, roleAtLeast } from '../auth/roles';
 import { LlmConfiguration, toLlmConfiguration } from '../configurations/configuration.types';
 import type { GraphQLContext } from '../graphql/context';
+import { EMBEDDED_LIST } from '../graphql/query-limits';
 import { JSONScalar } from '../graphql/scalars';
+import { ConfigurationRelease, ReleasedSnippet, toConfigurationRelease, toReleasedSnippet } from '../releases/release.types';
 import { redactSecretsInJson } from '../providers/adapters/errors';
 import { SubscriberLaggedError, UnauthenticatedError } from '../shared/errors';
 import type { RunDelta as EngineDelta } from './engine/run-step';
@@ -66,6 +68,26 @@ export class RunResolver {
   async configuration(@Root() run: AgentRun, @Ctx() { services }: GraphQLContext): Promise<LlmConfiguration | null> {
     const row = await services.configurations.findByUid(run.configurationUid);
     return row ? toLlmConfiguration(row) : null;
+  }
+
+  @FieldResolver(() => ConfigurationRelease, { nullable: true, description: 'The release the run sent (started with a label); null: the configuration as it was at the start.' })
+  async release(@Root() run: AgentRun, @Ctx() { loaders }: GraphQLContext): Promise<ConfigurationRelease | null> {
+    const provenance = await loaders.runProvenanceByUid.load(run.runUid);
+    const release = provenance?.releaseId != null ? await loaders.releaseById.load(provenance.releaseId) : null;
+    return release ? toConfigurationRelease(release) : null;
+  }
+
+  @FieldResolver(() => String, { nullable: true, description: 'The label the run was started with; null without one.' })
+  async releaseLabel(@Root() run: AgentRun, @Ctx() { loaders }: GraphQLContext): Promise<string | null> {
+    return (await loaders.runProvenanceByUid.load(run.runUid))?.label ?? null;
+  }
+
+  @Extensions(EMBEDDED_LIST)
+  @FieldResolver(() => [ReleasedSnippet], {
+    description: 'The snippet versions composed into the run\'s system prompt, in prompt order (for a release, the ones it froze); [] for runs started outside this service.',
+  })
+  async snippetVersions(@Root() run: AgentRun, @Ctx() { loaders }: GraphQLContext): Promise<ReleasedSnippet[]> {
+    return ((await loaders.runProvenanceByUid.load(run.runUid))?.snippets ?? []).map(toReleasedSnippet);
   }
 
   @Authorized(Role.EDITOR)

@@ -12,6 +12,7 @@ import type { ChatAdapter } from '../providers/adapters/types';
 import type { ModelService } from '../providers/model.service';
 import type { ProviderService } from '../providers/provider.service';
 import { BadUserInputError, ConflictError, NotFoundError, SubscriberLaggedError } from '../shared/errors';
+import type { ReleaseService } from '../releases/release.service';
 import type { SkillService } from '../skills/skill.service';
 import type { SnippetService } from '../snippets/snippet.service';
 import type { AgentRunEntity } from './agent-run.entity';
@@ -20,7 +21,7 @@ import { isOpenRunState, rebuildProgress } from './engine/run-machine';
 import type { ApprovalStep, EndStep, RequestedToolCall, RunDelta, RunStep } from './engine/run-step';
 import { BoundedQueue } from './bounded-queue';
 import { RunPreparer, type PreparedRun, type StartRunRequest, type StoredRunRequest } from './run-preparer';
-import { RunStore, type RunEndedHook } from './run-store';
+import { RunStore, type RunEndedHook, type RunProvenance } from './run-store';
 import type { ExternalToolSource, ToolInfo, ToolRegistry } from './tools/tool-registry';
 import { preciseNow, type RunObservation, type RunObserver } from '../operations/run-observer';
 import type { StoredStep, TraceBus } from './trace-bus';
@@ -107,13 +108,14 @@ export class RunService {
     providers: ProviderService,
     snippets: SnippetService,
     skills: SkillService,
+    private readonly releases: ReleaseService,
     private readonly tools: ToolRegistry,
     private readonly bus: TraceBus,
     private readonly logger: Logger,
     private readonly options: RunServiceOptions,
   ) {
     this.store = new RunStore(dataSource, options.onRunEnded ?? null);
-    this.preparer = new RunPreparer(configurations, models, providers, snippets, skills, tools, logger, options);
+    this.preparer = new RunPreparer(configurations, models, providers, snippets, skills, releases, tools, logger, options);
   }
 
   get toolRegistry(): ToolRegistry {
@@ -131,17 +133,24 @@ export class RunService {
    * Validates everything, stores the run as QUEUED with its request, and starts driving it without waiting.
    * `origin.trace` is the starting request's trace span (opaque), for the run's trace.
    */
-  async start(request: StartRunRequest, caller: Caller, origin: { trace?: unknown } = {}): Promise<RunView> {
+  async start(input: StartRunRequest, caller: Caller, origin: { trace?: unknown } = {}): Promise<RunView> {
+    // Which release a run sends is decided here, from its label; never taken from a caller.
+    const request: StartRunRequest = { ...input, releaseId: null };
     this.preparer.checkRequest(request, caller);
     const prepared = await this.preparer.prepare(request, true);
-    const stored: StoredRunRequest = { request: normalisedRequest(request), startedBy: caller.name };
+    const release = prepared.release;
+    const stored: StoredRunRequest = { request: { ...normalisedRequest(request), ...(release ? { label: release.label, releaseId: release.id } : {}) }, startedBy: caller.name };
+    const provenance: RunProvenance = release
+      ? { releaseId: release.id, label: release.label, snippets: release.snippets }
+      : { releaseId: null, label: null, snippets: await this.releases.composedVersions(prepared.composedSnippets) };
     const row = await this.store.createRun(
       { uuid: crypto.randomUUID(), configurationUid: prepared.configuration.uid, configurationIdentifier: prepared.configuration.identifier },
       this.instanceId,
       JSON.stringify(stored),
+      provenance,
     );
     this.drive(row, prepared, null, origin.trace ?? null);
-    this.logger.info({ runId: row.uuid, configuration: prepared.configuration.identifier, dryRun: prepared.dryRun, by: caller.name }, 'run started');
+    this.logger.info({ runId: row.uuid, configuration: prepared.configuration.identifier, release: release?.id, dryRun: prepared.dryRun, by: caller.name }, 'run started');
     return { row, dryRun: prepared.dryRun, finalContent: null, error: null, pendingToolCalls: [] };
   }
 
@@ -720,7 +729,7 @@ function lagged(lastSequence: number): SubscriberLaggedError {
 /** The request as stored: only what a run needs to be prepared again. */
 function normalisedRequest(request: StartRunRequest): StartRunRequest {
   const copy: StartRunRequest = { configuration: request.configuration, prompt: request.prompt };
-  for (const key of ['tools', 'forcedSnippets', 'forcedSkills', 'systemPrompt', 'maxRounds', 'maxTokens', 'temperature', 'captureRaw', 'dryRun', 'stream', 'approvalRequired', 'maxTotalTokens', 'maxCost'] as const) {
+  for (const key of ['tools', 'forcedSnippets', 'forcedSkills', 'systemPrompt', 'maxRounds', 'maxTokens', 'temperature', 'captureRaw', 'dryRun', 'stream', 'approvalRequired', 'maxTotalTokens', 'maxCost', 'label', 'releaseId'] as const) {
     if (request[key] !== undefined && request[key] !== null) (copy as unknown as Record<string, unknown>)[key] = request[key];
   }
   return copy;

@@ -277,4 +277,9 @@ export class StartRunInput {
   approvalRequired?: string[] | null;
   @Field(() => Int, { nullable: true, description: 'Budget: the run ends budget_exhausted before a call that would take its tokens beyond this.' }) maxTotalTokens?: number | null;
   @Field(() => Float, { nullable: true, description: 'Budget in US dollars, same rule.' }) maxCost?: number | null;
+  @Field(() => String, {
+    nullable: true,
+    description: 'Run the configuration\'s release with this label (publishConfiguration): its frozen system prompt, call options, model and skills, whatever was edited since. Unknown label: NOT_FOUND. Cannot be combined with systemPrompt; maxTokens and temperature still apply.',
+  })
+  label?: string | null;
 }

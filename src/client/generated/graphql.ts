@@ -40,6 +40,8 @@ export type StartRunInput = {
   forcedSkills?: Array<string> | null | undefined;
   /** Snippet identifiers sent as extra leading system messages (at most 100). */
   forcedSnippets?: Array<string> | null | undefined;
+  /** Run the configuration's release with this label (publishConfiguration): its frozen system prompt, call options, model and skills, whatever was edited since. Unknown label: NOT_FOUND. Cannot be combined with systemPrompt; maxTokens and temperature still apply. */
+  label?: string | null | undefined;
   /** Budget in US dollars, same rule. */
   maxCost?: number | null | undefined;
   /** Default 5, clamped to 1..20. */

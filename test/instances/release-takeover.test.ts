@@ -1,0 +1,110 @@
+/**
+ * A run of a release whose instance is killed in the middle of a provider
+ * call: the restarted service prepares it again from its stored request and
+ * sends the same frozen release, although the snippet and the configuration
+ * were edited and the label was moved meanwhile.
+ */
+import { createTestDatabase, testDialects, type TestDatabase } from '../support/databases';
+import { startServerProcess, type ServerProcess } from '../support/server-process';
+import { uniqueIdentifier } from '../runs/run-kit';
+import { ScriptedProvider, gate } from '../runs/scripted-provider';
+
+const LEASE = { RUN_LEASE_SECONDS: '3' };
+
+async function ok<T>(server: ServerProcess, query: string, variables?: Record<string, unknown>): Promise<T> {
+  const result = await server.gql<T>(query, variables);
+  if (result.errors?.length || !result.data) throw new Error(`GraphQL errors: ${JSON.stringify(result.errors)}`);
+  return result.data;
+}
+
+interface RunView {
+  status: string;
+  finalContent: string | null;
+  releaseLabel: string | null;
+  release: { id: string } | null;
+  snippetVersions: { identifier: string; version: number }[];
+  steps: { sequence: number; kind: string; messagesSent: { role: string; content: string | null }[] | null }[];
+}
+
+async function waitForEnd(server: ServerProcess, id: string, timeoutMs = 30_000): Promise<RunView> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { run } = await ok<{ run: RunView }>(
+      server,
+      'query($id: ID!) { run(id: $id) { status finalContent releaseLabel release { id } snippetVersions { identifier version } steps { sequence kind messagesSent { role content } } } }',
+      { id },
+    );
+    if (['COMPLETED', 'FAILED', 'CANCELLED'].includes(run.status)) return run;
+    if (Date.now() > deadline) throw new Error(`run ${id} still ${run.status}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe.each(testDialects)('a release run taken over after a crash (%s)', (dialect) => {
+  let database: TestDatabase | null = null;
+  const servers: ServerProcess[] = [];
+  const providers: ScriptedProvider[] = [];
+
+  afterEach(async () => {
+    await Promise.all(servers.splice(0).map((server) => server.stop()));
+    await Promise.all(providers.splice(0).map((provider) => provider.close()));
+    await database?.drop();
+    database = null;
+  }, 60_000);
+
+  test('the restarted service sends the frozen release again, not what was edited or published since', async () => {
+    database = await createTestDatabase(dialect);
+    const provider = await ScriptedProvider.start();
+    providers.push(provider);
+    const first = await startServerProcess(database, LEASE);
+    servers.push(first);
+
+    const tag = uniqueIdentifier('tone');
+    const providerId = uniqueIdentifier('prov');
+    const modelId = uniqueIdentifier('model');
+    const configuration = uniqueIdentifier('conf');
+    await ok(first, 'mutation($input: CreateProviderInput!) { createProvider(input: $input) { uid } }', {
+      input: { identifier: providerId, name: 'Scripted', adapterType: 'custom', endpointUrl: provider.url, apiKey: 'test-key', maxRetries: 0 },
+    });
+    await ok(first, 'mutation($input: CreateModelInput!) { createModel(input: $input) { uid } }', { input: { identifier: modelId, name: 'M', provider: providerId, modelId: 'scripted' } });
+    const snippet = (
+      await ok<{ createSnippet: { uid: number; identifier: string } }>(first, 'mutation($input: CreateSnippetInput!) { createSnippet(input: $input) { uid identifier } }', {
+        input: { identifier: uniqueIdentifier('snip'), name: 'Tone', snippet: 'Frozen words.', tags: [tag] },
+      })
+    ).createSnippet;
+    const created = await ok<{ createConfiguration: { uid: number } }>(first, 'mutation($input: CreateConfigurationInput!) { createConfiguration(input: $input) { uid } }', {
+      input: { identifier: configuration, name: 'C', model: modelId, systemPrompt: 'Released prompt.', snippetTags: [tag], temperature: 0.4 },
+    });
+    const release = (
+      await ok<{ publishConfiguration: { id: string; effectiveSystemPrompt: string } }>(first, 'mutation($c: String!) { publishConfiguration(identifier: $c, label: "production") { id effectiveSystemPrompt } }', {
+        c: configuration,
+      })
+    ).publishConfiguration;
+
+    provider.script({ text: 'never sent', gate: gate().promise }, { text: 'Finished after the restart.', usage: { prompt: 3, completion: 4 } });
+    const started = await ok<{ startRun: { id: string } }>(first, 'mutation($input: StartRunInput!) { startRun(input: $input) { id } }', {
+      input: { configuration, prompt: 'hello', tools: [], label: 'production' },
+    });
+    await provider.waitForRequest(1);
+
+    // While the call is in flight: edits through GraphQL and in the table, and the label moves.
+    await ok(first, 'mutation($uid: Int!) { updateConfiguration(uid: $uid, input: { systemPrompt: "Edited prompt.", temperature: 1.2 }) { uid } }', { uid: created.createConfiguration.uid });
+    await database.query('UPDATE tx_nrllm_promptsnippet SET snippet = ?, tstamp = ? WHERE uid = ?', ['Edited in TYPO3.', Math.floor(Date.now() / 1000) + 1, snippet.uid]);
+    const moved = (await ok<{ publishConfiguration: { id: string } }>(first, 'mutation($c: String!) { publishConfiguration(identifier: $c, label: "production") { id } }', { c: configuration })).publishConfiguration;
+    expect(moved.id).not.toBe(release.id);
+    await first.kill();
+
+    const second = await startServerProcess(database, { ...LEASE, RUN_MIGRATIONS: 'false' });
+    servers.push(second);
+    const run = await waitForEnd(second, started.startRun.id);
+    expect(run).toMatchObject({ status: 'COMPLETED', finalContent: 'Finished after the restart.', releaseLabel: 'production', release: { id: release.id } });
+    expect(run.snippetVersions).toEqual([{ identifier: snippet.identifier, version: 1 }]);
+    expect(provider.requests).toHaveLength(2);
+    expect(provider.requests[1]!.body.messages).toEqual(provider.requests[0]!.body.messages);
+    expect((provider.requests[1]!.body.messages as { role: string; content: string }[])[0]).toEqual({ role: 'system', content: release.effectiveSystemPrompt });
+    expect(provider.requests[1]!.body.temperature).toBe(0.4);
+    const requests = run.steps.filter((step) => step.kind === 'REQUEST');
+    expect(requests).toHaveLength(2);
+    for (const step of requests) expect(step.messagesSent![0]).toEqual({ role: 'system', content: release.effectiveSystemPrompt });
+  }, 90_000);
+});
