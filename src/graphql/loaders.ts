@@ -23,6 +23,8 @@ export interface Loaders {
   /** What prompt each run started with (release, label, snippet versions), by run uid. */
   runProvenanceByUid: DataLoader<number, RunProvenance | null>;
   releaseById: DataLoader<number, StoredRelease | null>;
+  /** Every release of each configuration, newest first. */
+  releasesByConfigurationUid: DataLoader<number, StoredRelease[]>;
   /** Every active snippet, loaded and indexed by tag once per request; tag selection happens in code. */
   activeSnippets: () => Promise<ActiveSnippetIndex>;
   /** The whole prompt library (snippets and configurations), once per request. */
@@ -67,6 +69,10 @@ export function createLoaders(services: Services): Loaders {
     releaseById: new DataLoader(async (ids) => {
       const rows = await services.releases.byIds(ids);
       return ids.map((id) => rows.find((row) => row.id === id) ?? null);
+    }),
+    releasesByConfigurationUid: new DataLoader(async (uids) => {
+      const rows = await services.releases.forConfigurations(uids);
+      return uids.map((uid) => rows.filter((row) => row.configurationUid === uid));
     }),
     activeSnippets: () => (activeSnippets ??= services.snippets.allActive().then((rows) => new ActiveSnippetIndex(rows))),
     library: () => (library ??= services.library.get()),

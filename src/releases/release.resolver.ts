@@ -27,7 +27,7 @@ export class ConfigurationReleaseResolver {
   }
 
   @FieldResolver(() => [ConfigurationRelease], { description: 'Every release of the configuration, newest first; a label means its newest one.' })
-  async releases(@Root() configuration: LlmConfiguration, @Ctx() { services }: GraphQLContext): Promise<ConfigurationRelease[]> {
-    return (await services.releases.forConfiguration(configuration.uid)).map(toConfigurationRelease);
+  async releases(@Root() configuration: LlmConfiguration, @Ctx() { loaders }: GraphQLContext): Promise<ConfigurationRelease[]> {
+    return (await loaders.releasesByConfigurationUid.load(configuration.uid)).map(toConfigurationRelease);
   }
 }

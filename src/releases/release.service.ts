@@ -106,9 +106,15 @@ export class ReleaseService {
     return release;
   }
 
-  /** Every release of a configuration, newest first (moved labels' older releases included). */
-  async forConfiguration(configurationUid: number): Promise<StoredRelease[]> {
-    const rows = await this.dataSource.getRepository(ConfigurationReleaseEntity).find({ where: { configurationUid }, order: { id: 'DESC' } });
+  /** Every release of the given configurations, newest first (moved labels' older releases included); one query. */
+  async forConfigurations(configurationUids: readonly number[]): Promise<StoredRelease[]> {
+    if (configurationUids.length === 0) return [];
+    const rows = await this.dataSource
+      .getRepository(ConfigurationReleaseEntity)
+      .createQueryBuilder('r')
+      .where('r.configuration_uid IN (:...uids)', { uids: [...configurationUids] })
+      .orderBy('r.id', 'DESC')
+      .getMany();
     return rows.map(toStoredRelease);
   }
 
