@@ -26,6 +26,7 @@ import { buildAppSchema } from './graphql/schema';
 import { type GuardedConnection, revokedTokenError, SocketGuards } from './graphql/socket-guards';
 import { serveSubscriptions } from './graphql/trace-fanout';
 import { CLIENT_GONE, discardRestOfBody, HttpError, readBody } from './http-body';
+import { sendText } from './http-response';
 import { createReadinessCheck } from './db/readiness';
 import { createLogger, type Logger } from './logger';
 import { RequestQueue } from './request-queue';
@@ -430,7 +431,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         response.end(JSON.stringify(formatResult(oversized)));
         return;
       }
-      response.end(result.body.string);
+      await sendText(response, result.body.string);
       return;
     }
     for await (const chunk of result.body.asyncIterator) response.write(chunk);
