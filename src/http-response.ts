@@ -6,7 +6,7 @@
  * of configurations with their 50 kB effective prompts is 5 MB) that step
  * took 50–150 ms, during which no other client was served. An answer longer
  * than `SLICE_CHARACTERS` is therefore written in slices, one per event-loop
- * turn (or once the socket drained, when it is full), with chunked transfer
+ * turn (and once the socket drained, when it is full), with chunked transfer
  * encoding; a short one is written as before, with its Content-Length.
  */
 import type { ServerResponse } from 'node:http';
@@ -33,8 +33,10 @@ export async function sendText(response: ServerResponse, text: string): Promise<
     const roomLeft = response.write(text.slice(from, to));
     from = to;
     if (from >= text.length) break;
-    if (roomLeft) await nextTurn();
-    else await drained(response);
+    // A full socket is waited for; either way the next slice waits for the next turn (a
+    // drained socket reports so at once on loopback, without the loop turning).
+    if (!roomLeft) await drained(response);
+    await nextTurn();
   }
   response.end();
 }
