@@ -5,7 +5,6 @@
  * diff query shows them side by side.
  */
 import crypto from 'node:crypto';
-import { createTwoFilesPatch } from 'diff';
 
 export type VersionedKind = 'snippet' | 'configuration' | 'skill';
 
@@ -111,13 +110,5 @@ export function diffFields(before: AnyState, after: AnyState): FieldChange[] {
   return changes;
 }
 
-/** A unified diff of two texts; `""` when they are equal. */
-export function unifiedDiff(before: string, after: string, fromLabel: string, toLabel: string): string {
-  if (before === after) return '';
-  return createTwoFilesPatch(fromLabel, toLabel, ensureNewline(before), ensureNewline(after), undefined, undefined, { context: 3 });
-}
-
-/** A last line without a newline would show as "\ No newline at end of file": noise for prompt text. */
-function ensureNewline(text: string): string {
-  return text === '' || text.endsWith('\n') ? text : text + '\n';
-}
+/** A unified diff of two texts; `""` when they are equal (see unified-diff.ts). */
+export { unifiedDiff } from './unified-diff';
