@@ -1,4 +1,4 @@
-import { isPhpList, phpFloat, phpJsonDecode, phpJsonEncode, phpValueOf, type PhpArray } from './php-json';
+import { isPhpList, phpArrayMerge, phpFloat, phpIntegerKey, phpJsonDecode, phpJsonEncode, phpValueOf, plainValueOf, type PhpArray } from './php-json';
 
 /** Decode, then encode with PHP's default flags. */
 const roundTrip = (text: string): string | null | undefined => {
@@ -78,5 +78,120 @@ describe('phpValueOf', () => {
     const value = phpValueOf({ type: 'object', minimum: 1, step: 0.5, list: ['a'], empty: {}, gone: undefined });
     expect(phpJsonEncode(value)).toBe('{"type":"object","minimum":1,"step":0.5,"list":["a"],"empty":[]}');
     expect(phpJsonEncode(phpValueOf([]))).toBe('[]');
+  });
+});
+
+/** The flags the API writes options, metadata and call options with (see graphql/raw-json). */
+const API = { unescapedSlashes: true, unescapedUnicode: true, preserveZeroFraction: true, partialOutputOnError: true } as const;
+const apiRoundTrip = (text: string): string | null | undefined => {
+  const decoded = phpJsonDecode(text);
+  return decoded === undefined ? undefined : phpJsonEncode(decoded, API);
+};
+
+describe('phpJsonDecode: more of what PHP refuses and accepts', () => {
+  it.each([
+    ['whitespace only', ' \n'],
+    ['a bare fraction', '.5'],
+    ['a trailing point', '1.'],
+    ['a plus sign', '+1'],
+    ['hexadecimal', '0x10'],
+    ['NaN', 'NaN'],
+    ['an unquoted key', '{a:1}'],
+    ['a comment', '[1] // x'],
+    ['a byte order mark', '\uFEFF1'],
+    ['a non-breaking space around the value', '\u00a01'],
+    ['a raw tab in a string', '"a\tb"'],
+    ['an unknown escape', '"\\a"'],
+    ['a short \\u escape', '"\\u12"'],
+    ['a high surrogate escape before a non-surrogate escape', '"\\ud800\\u0041"'],
+    ['a reversed pair', '"\\udc00\\ud800"'],
+    ['a raw unpaired surrogate', '"\ud800"'],
+  ])('refuses %s', (_case, text) => {
+    expect(phpJsonDecode(text)).toBeUndefined();
+  });
+
+  it('types integers beyond 64 bits and every fraction or exponent as floats, -0 as the int 0', () => {
+    expect(phpJsonDecode('9007199254740993')).toBe(9007199254740993n);
+    expect(phpJsonDecode('-9223372036854775809')).toBe(-(2 ** 63));
+    expect(phpJsonDecode('0.0')).toBe(0);
+    expect(Object.is(phpJsonDecode('-0.0'), -0)).toBe(true);
+    expect(phpJsonDecode('1E+2')).toBe(100);
+    expect(phpJsonDecode('1e400')).toBe(Number.POSITIVE_INFINITY);
+  });
+
+  it('reads escapes as PHP does', () => {
+    expect(apiRoundTrip('"\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e4\\ud83d\\ude00"')).toBe('"\\"\\\\/\\b\\f\\n\\r\\tä😀"');
+  });
+});
+
+describe('phpIntegerKey (ZEND_HANDLE_NUMERIC_STR)', () => {
+  it.each([
+    ['0', 0n],
+    ['5', 5n],
+    ['-1', -1n],
+    ['9223372036854775807', 9223372036854775807n],
+    ['-9223372036854775808', -9223372036854775808n],
+    ['9223372036854775808', null],
+    ['05', null],
+    ['-0', null],
+    ['+1', null],
+    ['1 ', null],
+    ['', null],
+    ['1.0', null],
+  ])('%j is %p', (key, int) => {
+    expect(phpIntegerKey(key)).toBe(int);
+  });
+});
+
+describe('phpArrayMerge (array_merge)', () => {
+  it('sets string keys in place and appends int keys renumbered from 0', () => {
+    const base: PhpArray = new Map([['t', 1n], ['u', 2n]]);
+    const merged = phpArrayMerge(base, phpJsonDecode('{"5":"x","t":3,"9":"y","05":"z","v":4}') as PhpArray);
+    expect(phpJsonEncode(merged)).toBe('{"t":3,"u":2,"0":"x","1":"y","05":"z","v":4}');
+    expect(phpJsonEncode(base)).toBe('{"t":1,"u":2}');
+  });
+
+  it('renumbers the int keys of the first array too, and appends a list', () => {
+    expect(phpJsonEncode(phpArrayMerge(phpJsonDecode('{"5":"x"}') as PhpArray))).toBe('["x"]');
+    expect(phpJsonEncode(phpArrayMerge(new Map([['a', 1n]]), phpJsonDecode('["b","c"]') as PhpArray))).toBe('{"a":1,"0":"b","1":"c"}');
+  });
+});
+
+describe('phpJsonEncode with the API\'s flags', () => {
+  it('keeps a zero fraction (JSON_PRESERVE_ZERO_FRACTION), so a float reads back as a float', () => {
+    expect(apiRoundTrip('[0.0,-0.0,1.0,4096.0,1e2,1.5,0,1e25,0.00001,1e16]')).toBe('[0.0,-0.0,1.0,4096.0,100.0,1.5,0,1.0e+25,1.0e-5,10000000000000000.0]');
+  });
+
+  it('writes what JSON cannot carry as PHP\'s partial output does: INF and NAN as 0', () => {
+    expect(apiRoundTrip('{"a":1e400,"b":-1e400}')).toBe('{"a":0,"b":0}');
+    expect(phpJsonEncode(new Map([['a', '\ud800']]), API)).toBe('{"a":null}');
+  });
+
+  it('objectAtTop writes the outermost array as an object, an empty one as {}', () => {
+    expect(phpJsonEncode(new Map(), { objectAtTop: true })).toBe('{}');
+    expect(phpJsonEncode(phpJsonDecode('["a",[]]') as PhpArray, { objectAtTop: true })).toBe('{"0":"a","1":[]}');
+    expect(phpJsonEncode('x', { objectAtTop: true })).toBe('"x"');
+  });
+
+  it('keeps key order and 64-bit integers', () => {
+    expect(apiRoundTrip('{"b":2,"1":"a","seed":9007199254740993,"n":{"z":1,"10":2}}')).toBe('{"b":2,"1":"a","seed":9007199254740993,"n":{"z":1,"10":2}}');
+  });
+});
+
+describe('plainValueOf', () => {
+  it('gives numbers, arrays for lists and objects for other arrays', () => {
+    expect(plainValueOf(phpJsonDecode('{"a":9007199254740993,"l":["x"],"o":{"1":"y"},"e":[]}') as PhpArray)).toEqual({ a: 9007199254740992, l: ['x'], o: { 1: 'y' }, e: {} });
+  });
+
+  it('keeps a "__proto__" key a plain key', () => {
+    const plain = plainValueOf(phpJsonDecode('{"__proto__":{"polluted":true}}') as PhpArray) as Record<string, unknown>;
+    expect(Object.getPrototypeOf(plain)).toBe(Object.prototype);
+    expect(Object.keys(plain)).toEqual(['__proto__']);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it('phpValueOf then plainValueOf gives the value back', () => {
+    const value = { a: 1, b: 1.5, c: [true, null, 'x'], d: { e: 'f' } };
+    expect(plainValueOf(phpValueOf(value))).toEqual(value);
   });
 });

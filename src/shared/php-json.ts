@@ -1,17 +1,23 @@
 /**
- * JSON as PHP's `json_decode(…, true)` and `json_encode` see it, for the
- * places where this service must produce nr_llm's exact numbers (the context
- * window's byte counts).
+ * JSON as PHP's `json_decode(…, true)`, `array_merge` and `json_encode` see
+ * it, for the places where this service must produce nr_llm's exact values
+ * and bytes: the context window's byte counts, configurations' `options`,
+ * snippets' `metadata` and the call options built from them. One module, so
+ * one rule.
  *
- * PHP differs from JavaScript in ways that change byte counts:
+ * PHP differs from JavaScript in ways that change values and bytes:
  * - a decoded object is an ordered array: its keys keep the text's order
  *   (JavaScript lists integer-like keys first), and one whose keys are
  *   exactly "0", "1", … in order is a list, encoded as `[…]`;
+ * - an array key that reads as a canonical 64-bit integer is an int key
+ *   (`"5"`, not `"05"` or `"-0"`): `array_merge` renumbers and appends it;
  * - an integer literal within 64 bits stays an integer (JavaScript rounds
- *   above 2^53); a longer one, or one with a fraction or exponent, is a float;
+ *   above 2^53); a longer one, or one with a fraction or exponent, is a float
+ *   (`0` is an int, `0.0` a float: `is_int` tells them apart);
  * - floats are written with the shortest digits that read back, in plain
  *   notation unless the decimal exponent is below −4 or above 17, and
- *   without a zero fraction (`1e2` → `100`, `1e25` → `1.0e+25`);
+ *   without a zero fraction unless JSON_PRESERVE_ZERO_FRACTION is given
+ *   (`1e2` → `100` or `100.0`, `1e25` → `1.0e+25`);
  * - by default `/` is escaped as `\/` and every non-ASCII character as
  *   `\uXXXX` (lower-case hex, two escapes for a character beyond U+FFFF);
  *   with "unescaped unicode" U+2028 and U+2029 are still escaped;
@@ -21,7 +27,13 @@
  * Pure functions, no I/O.
  */
 
-/** A PHP array: ordered keys (as strings), a list when they are "0", "1", … in order. */
+/**
+ * A PHP array: ordered keys (as strings), a list when they are "0", "1", … in
+ * order. A key that reads as a canonical int (`phpIntegerKey`) is PHP's int
+ * key of that value; `"5"` and the int 5 are one key in PHP, so the string is
+ * the key here. Values are shared, not copied: treat an array you did not
+ * build as read-only.
+ */
 export type PhpArray = Map<string, PhpJsonValue>;
 
 /**
@@ -268,19 +280,76 @@ export interface PhpJsonEncodeFlags {
   unescapedSlashes?: boolean;
   /** `JSON_UNESCAPED_UNICODE` (U+2028 and U+2029 are still escaped). */
   unescapedUnicode?: boolean;
+  /** `JSON_PRESERVE_ZERO_FRACTION`: a float without a fraction keeps `.0` (`0.0`, `4096.0`), so it reads back as a float. */
+  preserveZeroFraction?: boolean;
+  /** `JSON_PARTIAL_OUTPUT_ON_ERROR`: a non-finite float is written `0` and a string that is not valid UTF-8 `null`, instead of failing. */
+  partialOutputOnError?: boolean;
+  /** The outermost array is written as an object even when it is a list (`{}` for an empty one): `JSON_FORCE_OBJECT` for that level only. */
+  objectAtTop?: boolean;
 }
 
 /**
  * `json_encode($value, $flags)`; `null` where PHP fails (a non-finite float,
- * or a string that is not valid UTF-8 (an unpaired surrogate here)).
+ * or a string that is not valid UTF-8 (an unpaired surrogate here)) unless
+ * `partialOutputOnError` is given.
  */
 export function phpJsonEncode(value: PhpJsonValue, flags: PhpJsonEncodeFlags = {}): string | null {
   try {
+    if (flags.objectAtTop === true && value instanceof Map) return encodeObject(value, flags);
     return encode(value, flags);
   } catch (error) {
     if (error instanceof Refused) return null;
     throw error;
   }
+}
+
+/**
+ * The int a string key is in a PHP array (`ZEND_HANDLE_NUMERIC_STR`), or
+ * null when it stays a string: decimal, no leading zero, no `+`, not `-0`,
+ * within 64 bits. `"5"` is the int 5; `"05"`, `"-0"`, `"5 "` and
+ * `"9223372036854775808"` stay strings.
+ */
+export function phpIntegerKey(key: string): bigint | null {
+  if (key.length > 20 || !/^(?:0|-?[1-9][0-9]*)$/.test(key)) return null;
+  const value = BigInt(key);
+  return value >= INT64_MIN && value <= INT64_MAX ? value : null;
+}
+
+/**
+ * `array_merge($a, $b, …)`: string keys are set in turn (a later value
+ * replaces an earlier one where it stands), int keys are appended and
+ * renumbered from 0 — `array_merge(['t' => 1], [5 => 'x'])` is
+ * `['t' => 1, 0 => 'x']`. A new array; the arguments are not changed.
+ */
+export function phpArrayMerge(...arrays: PhpArray[]): PhpArray {
+  const merged: PhpArray = new Map();
+  let next = 0;
+  for (const array of arrays) {
+    for (const [key, value] of array) {
+      if (phpIntegerKey(key) === null) merged.set(key, value);
+      else merged.set(String(next++), value);
+    }
+  }
+  return merged;
+}
+
+/**
+ * The plain JavaScript form of a PHP value, for code that needs one (request
+ * bodies, comparisons): integers become numbers (exact up to 2^53), a list
+ * an array, any other array an object (where integer-like keys come first,
+ * as JavaScript orders them). Lossy by nature; the exact form is
+ * `phpJsonEncode`.
+ */
+export function plainValueOf(value: PhpJsonValue): unknown {
+  if (typeof value === 'bigint') return Number(value);
+  if (!(value instanceof Map)) return value;
+  if (value.size > 0 && isPhpList(value)) return [...value.values()].map(plainValueOf);
+  const object: Record<string, unknown> = {};
+  for (const [key, item] of value) {
+    // defineProperty: a "__proto__" key stays a plain key.
+    Object.defineProperty(object, key, { value: plainValueOf(item), enumerable: true, writable: true, configurable: true });
+  }
+  return object;
 }
 
 /** Whether PHP encodes the array as a list: its keys are exactly "0", "1", … in order. */
@@ -300,17 +369,29 @@ function encode(value: PhpJsonValue, flags: PhpJsonEncodeFlags): string {
       return value ? 'true' : 'false';
     case 'bigint':
       return value.toString();
-    case 'number':
-      return phpFloat(value);
+    case 'number': {
+      if (!Number.isFinite(value) && flags.partialOutputOnError === true) return '0';
+      const text = phpFloat(value);
+      return flags.preserveZeroFraction === true && !text.includes('.') ? `${text}.0` : text;
+    }
     case 'string':
-      return encodeString(value, flags);
+      try {
+        return encodeString(value, flags);
+      } catch (error) {
+        if (error instanceof Refused && flags.partialOutputOnError === true) return 'null';
+        throw error;
+      }
     default: {
       if (isPhpList(value)) {
         return `[${[...value.values()].map((item) => encode(item, flags)).join(',')}]`;
       }
-      return `{${[...value].map(([key, item]) => `${encodeString(key, flags)}:${encode(item, flags)}`).join(',')}}`;
+      return encodeObject(value, flags);
     }
   }
+}
+
+function encodeObject(value: PhpArray, flags: PhpJsonEncodeFlags): string {
+  return `{${[...value].map(([key, item]) => `${encode(key, flags)}:${encode(item, flags)}`).join(',')}}`;
 }
 
 const HEX = '0123456789abcdef';
