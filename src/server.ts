@@ -22,6 +22,7 @@ import { DocumentCache } from './graphql/document-cache';
 import { createErrorFormatter } from './graphql/format-error';
 import { createLoaders } from './graphql/loaders';
 import { costRefusal, oversizedAnswer, parseOptionsFor, type QueryLimits, validationRulesFor } from './graphql/query-limits';
+import { stringifyResponse } from './graphql/raw-json';
 import { buildAppSchema } from './graphql/schema';
 import { type GuardedConnection, revokedTokenError, SocketGuards } from './graphql/socket-guards';
 import { serveSubscriptions } from './graphql/trace-fanout';
@@ -285,6 +286,8 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
     validationRules,
     parseOptions,
     formatError,
+    // JSON fields may carry exact JSON text (RawJson: PHP's integers, floats and key order).
+    stringifyResult: (result) => stringifyResponse(result) + '\n',
     plugins: [
       ApolloServerPluginCacheControlDisabled(),
       ApolloServerPluginDrainHttpServer({ httpServer }),

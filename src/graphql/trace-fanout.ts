@@ -42,6 +42,7 @@ import crypto from 'node:crypto';
 import { createSourceEventStream, type DocumentNode, execute, print, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import { CloseCode, handleProtocols, makeServer, type FormattedExecutionResult, type ServerOptions } from 'graphql-ws';
 import type { WebSocket, WebSocketServer } from 'ws';
+import { stringifyResponse } from './raw-json';
 import { InboundTurns } from './inbound-turns';
 
 type Result = ExecutionResult | Promise<ExecutionResult>;
@@ -94,8 +95,11 @@ export function serveSubscriptions<P extends Record<PropertyKey, unknown>, E ext
       if (own) return own;
       // A shared result is finished and checked already; its marker becomes its JSON in send().
       if (isPreSerialized(result)) return result as FormattedExecutionResult;
-      const refused = fanout.refuse?.(JSON.stringify(result));
-      return fanout.finish(refused ?? result) as FormattedExecutionResult;
+      // Any other result is serialised here too, so that RawJson values keep their exact text.
+      const json = stringifyResponse(result);
+      const refused = fanout.refuse?.(json);
+      if (!refused && !result.errors?.length) return new PreSerialized(result, json) as unknown as FormattedExecutionResult;
+      return preSerialized(fanout.finish(refused ?? result)) as unknown as FormattedExecutionResult;
     },
   });
   wsServer.options.handleProtocols = handleProtocols;
@@ -386,7 +390,7 @@ class PreSerialized implements ExecutionResult {
 }
 
 export function preSerialized(result: ExecutionResult): PreSerialized {
-  return new PreSerialized(result, JSON.stringify(result));
+  return new PreSerialized(result, stringifyResponse(result));
 }
 
 export function isPreSerialized(value: unknown): value is PreSerialized {

@@ -13,6 +13,8 @@ export interface WsMessage {
 
 export class RawGraphQLSocket {
   readonly messages: WsMessage[] = [];
+  /** The same messages as the text that arrived, for exact JSON bytes. */
+  readonly texts: string[] = [];
   /** Resolves with the close code and reason once the socket is closed, by either side. */
   readonly closed: Promise<{ code: number; reason: string }>;
   private readonly waiters: { test: (message: WsMessage) => boolean; missing: number; resolve: () => void }[] = [];
@@ -20,6 +22,7 @@ export class RawGraphQLSocket {
   private constructor(readonly socket: WebSocket) {
     this.closed = new Promise((resolve) => socket.once('close', (code: number, reason: Buffer) => resolve({ code, reason: String(reason) })));
     socket.on('message', (data: Buffer) => {
+      this.texts.push(String(data));
       const message = JSON.parse(String(data)) as WsMessage;
       this.messages.push(message);
       for (const waiter of [...this.waiters]) {

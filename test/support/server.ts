@@ -23,6 +23,8 @@ export interface TestServer {
   url: string;
   /** POST a GraphQL operation; the admin token unless `token` is given (null = none). */
   gql<T = Record<string, unknown>>(query: string, variables?: Record<string, unknown>, token?: string | null): Promise<GraphQLResponse<T>>;
+  /** POST a GraphQL operation and return the response body as sent, unparsed (for exact JSON bytes). */
+  gqlText(query: string, variables?: Record<string, unknown>, token?: string | null): Promise<string>;
   /** Like gql, but fails the test on any GraphQL error and returns data. */
   ok<T = Record<string, unknown>>(query: string, variables?: Record<string, unknown>, token?: string | null): Promise<T>;
   /** A graphql-ws client; closed by stop(). */
@@ -56,14 +58,16 @@ export async function startTestServer(dialect: TestDialect, options: TestServerO
   const server = await createServer(config, { logger: pino({ level: 'silent' }), ...options.server });
   const clients: Client[] = [];
 
-  const gql = async <T>(query: string, variables?: Record<string, unknown>, token: string | null = ADMIN_TOKEN): Promise<GraphQLResponse<T>> => {
+  const gqlText = async (query: string, variables?: Record<string, unknown>, token: string | null = ADMIN_TOKEN): Promise<string> => {
     const response = await fetch(server.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
       body: JSON.stringify({ query, variables }),
     });
-    return (await response.json()) as GraphQLResponse<T>;
+    return response.text();
   };
+  const gql = async <T>(query: string, variables?: Record<string, unknown>, token: string | null = ADMIN_TOKEN): Promise<GraphQLResponse<T>> =>
+    JSON.parse(await gqlText(query, variables, token)) as GraphQLResponse<T>;
 
   const tokens = new Map<string, string>();
   const testServer: TestServer = {
@@ -72,6 +76,7 @@ export async function startTestServer(dialect: TestDialect, options: TestServerO
     database,
     url: server.url,
     gql,
+    gqlText,
     async ok<T>(query: string, variables?: Record<string, unknown>, token?: string | null) {
       const result = await gql<T>(query, variables, token);
       if (result.errors?.length) throw new Error(`GraphQL errors: ${JSON.stringify(result.errors)}`);
