@@ -3,6 +3,7 @@ import { LlmConfiguration } from '../configurations/configuration.types';
 import { DateTimeScalar, JSONScalar } from '../graphql/scalars';
 import { PromptSnippet } from '../snippets/snippet.types';
 import { fromUnix } from '../shared/time';
+import { phpObjectJson, RawJson } from '../graphql/raw-json';
 import { readMetadata } from '../snippets/snippet-metadata';
 import { parseSelectionTags, parseTags } from '../snippets/tag-rules';
 import type { StoredVersion, VersionDiff } from './prompt-history.service';
@@ -15,7 +16,7 @@ export class SnippetVersion {
   @Field(() => String, { nullable: true }) description!: string | null;
   @Field() snippet!: string;
   @Field(() => [String]) tags!: string[];
-  @Field(() => JSONScalar) metadata!: Record<string, unknown>;
+  @Field(() => JSONScalar) metadata!: RawJson;
   @Field() isActive!: boolean;
   @Field() hidden!: boolean;
   @Field(() => Int) sorting!: number;
@@ -88,7 +89,7 @@ export function toSnippetVersion(stored: StoredVersion<'snippet'>): SnippetVersi
     description: s.description,
     snippet: s.snippet,
     tags: parseTags(s.tags),
-    metadata: readMetadata(s.metadata),
+    metadata: phpObjectJson(readMetadata(s.metadata)),
     isActive: s.isActive,
     hidden: s.hidden,
     sorting: s.sorting,

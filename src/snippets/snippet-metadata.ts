@@ -8,6 +8,7 @@
  */
 
 import { MAX_INPUT_DEPTH } from '../shared/input-depth';
+import { isPhpList, phpJsonDecode, type PhpArray } from '../shared/php-json';
 
 /** A JSON object as decoded from a column: string keys, JSON values. */
 export type JsonObject = Record<string, unknown>;
@@ -37,75 +38,27 @@ export function readJsonObject(text: string | null | undefined): JsonObject {
 
 /**
  * Reads a snippet's `metadata` column as nr_llm's
- * `PromptSnippet::getMetadataArray` does; reading never fails and `{}`
- * stands for "no metadata":
- * - text empty after PHP's trim: `{}`;
- * - text PHP's `json_decode` refuses: `{}`; besides invalid JSON that is an
+ * `PromptSnippet::getMetadataArray` does, with PHP's values and key order
+ * (see shared/php-json); reading never fails and an empty array stands for
+ * "no metadata":
+ * - text empty after PHP's trim: empty;
+ * - text PHP's `json_decode` refuses: empty; besides invalid JSON that is an
  *   unpaired UTF-16 surrogate escape (`"\ud800"`) and nesting deeper than
  *   512 levels, both of which JavaScript's parser would accept;
  * - a scalar, or a PHP list (an array, `{}`, or an object whose keys are
- *   exactly "0", "1", … in order, such as `{"0":"x"}`): `{}`;
- * - otherwise the decoded object.
+ *   exactly "0", "1", … in this order, such as `{"0":"x"}`): empty;
+ * - otherwise the decoded array, keys in the text's order (`{"b":2,"1":"a"}`
+ *   stays b, 1; `{"1":"a","0":"b"}` is no list and stays as it is).
+ *
+ * `phpObjectJson(readMetadata(text))` (graphql/raw-json) is its JSON form.
  */
-export function readMetadata(text: string | null | undefined): JsonObject {
+export function readMetadata(text: string | null | undefined): PhpArray {
   // eslint-disable-next-line no-control-regex -- PHP's trim list includes NUL and vertical tab
   if (text === null || text === undefined || text.replace(/^[ \t\n\r\0\x0B]+|[ \t\n\r\0\x0B]+$/g, '') === '') {
-    return {};
+    return new Map();
   }
-  if (!phpCanDecode(text)) {
-    return {};
-  }
-  const decoded = readJsonObject(text);
-  return isPhpList(decoded) ? {} : decoded;
-}
-
-/** PHP's default `json_decode` depth. */
-const PHP_JSON_MAX_DEPTH = 512;
-
-/**
- * Whether PHP's `json_decode` accepts what JavaScript's parser accepts here:
- * it refuses an unpaired surrogate escape and nesting deeper than 512 levels.
- * (Invalid JSON is refused by both and left to the parser.)
- */
-function phpCanDecode(text: string): boolean {
-  let depth = 0;
-  let inString = false;
-  for (let index = 0; index < text.length; index++) {
-    const character = text[index];
-    if (inString) {
-      if (character === '"') inString = false;
-      else if (character === '\\') {
-        if (text[index + 1] === 'u') {
-          const code = parseInt(text.slice(index + 2, index + 6), 16);
-          if (code >= 0xdc00 && code <= 0xdfff) return false;
-          if (code >= 0xd800 && code <= 0xdbff) {
-            const next = text.slice(index + 6, index + 8) === '\\u' ? parseInt(text.slice(index + 8, index + 12), 16) : NaN;
-            if (!(next >= 0xdc00 && next <= 0xdfff)) return false;
-            index += 6;
-          }
-          index += 5;
-        } else {
-          index += 1;
-        }
-      }
-      continue;
-    }
-    if (character === '"') inString = true;
-    else if (character === '{' || character === '[') {
-      depth += 1;
-      if (depth > PHP_JSON_MAX_DEPTH) return false;
-    } else if (character === '}' || character === ']') depth -= 1;
-  }
-  return true;
-}
-
-/**
- * A decoded object PHP would hold as a list: no keys, or exactly "0", "1", …
- * (JavaScript lists integer keys in ascending order whatever the text's order,
- * so `{"1":"a","0":"b"}`, which PHP keeps, reads as a list here.)
- */
-function isPhpList(object: JsonObject): boolean {
-  return Object.keys(object).every((key, index) => key === String(index));
+  const decoded = phpJsonDecode(text);
+  return decoded instanceof Map && !isPhpList(decoded) ? decoded : new Map();
 }
 
 /** Result of `parseMetadataForWrite`: the JSON text to store, or why the value is refused. */
@@ -120,11 +73,17 @@ const METADATA_MUST_BE_OBJECT = 'Metadata must be a JSON object, for example {"v
  * (strings, finite numbers, booleans, `null`, arrays, plain objects), and a
  * string holding the JSON text of such an object — a client that sends the
  * column's own format is not refused. `{}` is accepted and stored as `{}`.
+ * An object is stored as `JSON.stringify` writes it; a string is stored as
+ * given, only without the whitespace between tokens, so what JavaScript
+ * cannot hold (integers beyond 2^53, `0.0`, the order of integer-like keys)
+ * reaches the column unchanged.
  *
  * Refused with a message: `null`, `undefined`, arrays, scalars, strings that
- * do not parse to an object, and objects holding anything JSON cannot carry
+ * do not parse to an object, objects holding anything JSON cannot carry
  * unchanged (`undefined`, functions, non-finite numbers, class instances such
- * as `Date`, cycles). Whether an absent field means "keep" or "clear" is the
+ * as `Date`, cycles), and JSON that PHP's `json_decode` refuses where
+ * JavaScript's parser does not (an unpaired surrogate escape): nr_llm would
+ * read it as empty. Whether an absent field means "keep" or "clear" is the
  * caller's decision, not this function's.
  */
 export function parseMetadataForWrite(value: unknown): MetadataWriteResult {
@@ -143,7 +102,31 @@ export function parseMetadataForWrite(value: unknown): MetadataWriteResult {
   if (problem !== null) {
     return { ok: false, message: `${METADATA_MUST_BE_OBJECT} ${problem}` };
   }
-  return { ok: true, json: JSON.stringify(candidate) };
+  const json = typeof value === 'string' ? compactJsonText(value) : JSON.stringify(candidate);
+  if (phpJsonDecode(json) === undefined) {
+    return { ok: false, message: `${METADATA_MUST_BE_OBJECT} PHP (nr_llm) cannot decode it: a text holds an unpaired UTF-16 surrogate.` };
+  }
+  return { ok: true, json };
+}
+
+/** Valid JSON text without the whitespace between its tokens; everything else, strings included, as given. */
+function compactJsonText(text: string): string {
+  let out = '';
+  let from = 0;
+  let inString = false;
+  for (let index = 0; index < text.length; index++) {
+    const character = text[index];
+    if (inString) {
+      if (character === '\\') index += 1;
+      else if (character === '"') inString = false;
+    } else if (character === '"') {
+      inString = true;
+    } else if (character === ' ' || character === '\t' || character === '\n' || character === '\r') {
+      out += text.slice(from, index);
+      from = index + 1;
+    }
+  }
+  return out + text.slice(from);
 }
 
 /** A plain object (not an array, not a class instance, not `null`). */

@@ -2,6 +2,7 @@ import { IsInt, IsOptional, Max, MaxLength, Min } from 'class-validator';
 import { Field, InputType, Int, ObjectType } from 'type-graphql';
 import { DateTimeScalar, JSONScalar } from '../graphql/scalars';
 import { fromUnix } from '../shared/time';
+import { phpObjectJson, RawJson } from '../graphql/raw-json';
 import { readMetadata } from './snippet-metadata';
 import type { PromptSnippetEntity } from './snippet.entity';
 import { parseTags } from './tag-rules';
@@ -14,7 +15,7 @@ export class PromptSnippet {
   @Field(() => String, { nullable: true }) description!: string | null;
   @Field(() => [String], { description: 'Normalised tag list, duplicates kept (behaviour.md §2).' }) tags!: string[];
   @Field({ description: 'The fragment text.' }) snippet!: string;
-  @Field(() => JSONScalar, { description: 'Always an object; {} when empty or invalid.' }) metadata!: Record<string, unknown>;
+  @Field(() => JSONScalar, { description: 'Always an object; {} when empty or invalid. As nr_llm reads it: PHP\'s values and key order, integers exact.' }) metadata!: RawJson;
   @Field({ description: 'Operational switch: inactive snippets are out of every tag lookup.' }) isActive!: boolean;
   @Field({ description: 'Editorial switch: hidden snippets are listed but never composed into a prompt.' }) hidden!: boolean;
   @Field(() => Int) sorting!: number;
@@ -30,7 +31,7 @@ export function toPromptSnippet(row: PromptSnippetEntity): PromptSnippet {
     description: row.description,
     tags: parseTags(row.tags),
     snippet: row.snippet,
-    metadata: readMetadata(row.metadata),
+    metadata: phpObjectJson(readMetadata(row.metadata)),
     isActive: row.isActive,
     hidden: row.hidden,
     sorting: row.sorting,

@@ -72,6 +72,12 @@ describe.each(testDialects)('snippets through the server on %s', (dialect) => {
     expect([...tags].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)))).toEqual(tags);
   });
 
+  it('metadata sent as JSON text is stored as given and read back with its exact integers and key order', async () => {
+    const snippet = await createSnippet(t, { metadata: '{"seed": 9007199254740993, "b": 2, "1": "a"}' });
+    const body = await t.gqlText('query($uid: Int) { snippet(uid: $uid) { metadata } }', { uid: snippet.uid });
+    expect(body).toBe('{"data":{"snippet":{"metadata":{"seed":9007199254740993,"b":2,"1":"a"}}}}\n');
+  });
+
   it('reads metadata written by other programs as an object, never failing', async () => {
     const odd = ['', '   ', '{"truncated": ', 'not json', '"a string"', '42', 'null', '[1,2]', '{}', null];
     const uids: number[] = [];

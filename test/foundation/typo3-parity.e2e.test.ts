@@ -116,4 +116,31 @@ describe.each(testDialects)('nr_llm parity on %s (rows written as TYPO3 writes t
     const data = await t.ok<{ snippets: { identifier: string; metadata: unknown }[] }>('{ snippets(tag: "metadata_case") { identifier metadata } }');
     expect(Object.fromEntries(data.snippets.map((s) => [s.identifier, s.metadata]))).toEqual({ list_like: {}, surrogate: {}, keyed: { 1: 'a', voice: 'nova' } });
   });
+
+  /** The `metadata` of each snippet tagged `tag` as the response's own bytes, by identifier. */
+  const metadataTexts = async (tag: string): Promise<Record<string, string>> => {
+    const body = await t.gqlText('query($tag: String) { snippets(tag: $tag) { identifier metadata } }', { tag });
+    return Object.fromEntries([...body.matchAll(/\{"identifier":"([^"]+)","metadata":(.*?)\}(?=,\{"identifier"|\]\})/g)].map((match) => [match[1], match[2]]));
+  };
+
+  it('writes metadata with nr_llm\'s values and key order: integers beyond 2^53 exact, 0.0 a float, {"b":2,"1":"a"} as b, 1', async () => {
+    const insert = (identifier: string, metadata: string) =>
+      database.query('INSERT INTO tx_nrllm_promptsnippet (tstamp, crdate, identifier, name, tags, snippet, metadata) VALUES (?,?,?,?,?,?,?)', [now, now, identifier, identifier, 'metadata_bytes', 'x', metadata]);
+    await insert('order', '{"b":2,"1":"a"}');
+    await insert('seed', '{"seed": 9007199254740993, "t": 0.0, "nested": {"z": 1, "10": 2}}');
+    await insert('list_like', '{"0":"x"}');
+    await insert('reversed', '{"1":"a","0":"b"}');
+    await insert('surrogate', '{"a":"\\ud800"}');
+    await insert('deep_512', '{"a":' + '['.repeat(511) + ']'.repeat(511) + '}');
+    await insert('deep_513', '{"a":' + '['.repeat(512) + ']'.repeat(512) + '}');
+    expect(await metadataTexts('metadata_bytes')).toEqual({
+      order: '{"b":2,"1":"a"}',
+      seed: '{"seed":9007199254740993,"t":0.0,"nested":{"z":1,"10":2}}',
+      list_like: '{}',
+      reversed: '{"1":"a","0":"b"}',
+      surrogate: '{}',
+      deep_512: '{"a":' + '['.repeat(511) + ']'.repeat(511) + '}',
+      deep_513: '{}',
+    });
+  });
 });
