@@ -1,9 +1,14 @@
-import { type CallOptionsInput, DEFAULT_TIMEOUT_SECONDS, buildCallOptions, effectiveTimeout } from './call-options';
+import { phpObjectJson } from '../graphql/raw-json';
+import { phpJsonEncode, plainValueOf, phpValueOf, type PhpArray } from '../shared/php-json';
+import { type CallOptionsInput, DEFAULT_TIMEOUT_SECONDS, buildCallOptions, effectiveTimeout, readOptions } from './call-options';
 
 type Configuration = CallOptionsInput['configuration'];
 type Model = NonNullable<CallOptionsInput['model']>;
+/** Options and overrides may be given as plain objects here; they become PHP arrays as JSON text would decode. */
+type Loose<T> = Omit<T, 'options'> & { options?: Record<string, unknown> | PhpArray };
 
-function configuration(overrides: Partial<Configuration> = {}): Configuration {
+function configuration(overrides: Partial<Loose<Configuration>> = {}): Configuration {
+  const { options, ...rest } = overrides;
   return {
     temperature: 0.7,
     topP: 1,
@@ -13,17 +18,48 @@ function configuration(overrides: Partial<Configuration> = {}): Configuration {
     systemPrompt: '',
     timeout: 0,
     translator: '',
-    options: {},
-    ...overrides,
+    ...rest,
+    options: asPhpArray(options ?? {}),
   };
+}
+
+function asPhpArray(value: Record<string, unknown> | PhpArray): PhpArray {
+  return value instanceof Map ? value : (phpValueOf(value) as PhpArray);
 }
 
 function model(overrides: Partial<Model> = {}): Model {
   return { modelId: 'gpt-4o', defaultTimeout: 120, maxOutputTokens: 0, ...overrides };
 }
 
-function build(input: Partial<CallOptionsInput> = {}): Record<string, unknown> {
-  return buildCallOptions({ configuration: configuration(), model: model(), snippetBlock: '', ...input });
+interface BuildInput {
+  configuration?: Configuration;
+  model?: Model | null;
+  overrides?: Record<string, unknown> | PhpArray;
+  snippetBlock?: string;
+}
+
+function buildPhp(input: BuildInput = {}): PhpArray {
+  return buildCallOptions({
+    configuration: input.configuration ?? configuration(),
+    model: input.model === undefined ? model() : input.model,
+    snippetBlock: input.snippetBlock ?? '',
+    ...(input.overrides ? { overrides: asPhpArray(input.overrides) } : {}),
+  });
+}
+
+/** The options as a JavaScript object (ints as numbers). */
+function build(input: BuildInput = {}): Record<string, unknown> {
+  return plainValueOf(buildPhp(input)) as Record<string, unknown>;
+}
+
+/** The options as nr_llm's JSON of them: PHP's values and key order. */
+function json(input: BuildInput = {}): string {
+  return phpObjectJson(buildPhp(input)).text;
+}
+
+/** A configuration whose `options` column holds `text`, read as nr_llm reads it. */
+function withOptionsColumn(text: string, overrides: Partial<Loose<Configuration>> = {}): Configuration {
+  return configuration({ ...overrides, options: readOptions(text) });
 }
 
 describe('buildCallOptions: base options', () => {
@@ -168,11 +204,11 @@ describe('buildCallOptions: merging', () => {
   });
 
   it('does not change its inputs', () => {
-    const columnOptions = { max_tokens: 0 };
-    const overrides = { system_prompt: 'O' };
+    const columnOptions = readOptions('{"max_tokens":0}');
+    const overrides: PhpArray = new Map([['system_prompt', 'O']]);
     build({ configuration: configuration({ options: columnOptions }), overrides, snippetBlock: 'B:\nx' });
-    expect(columnOptions).toEqual({ max_tokens: 0 });
-    expect(overrides).toEqual({ system_prompt: 'O' });
+    expect(phpJsonEncode(columnOptions)).toBe('{"max_tokens":0}');
+    expect(phpJsonEncode(overrides)).toBe('{"system_prompt":"O"}');
   });
 });
 
@@ -290,9 +326,9 @@ describe('buildCallOptions: max_tokens fallback', () => {
 });
 
 describe('buildCallOptions: everything together', () => {
-  it('builds the full options of a typical call', () => {
+  it('builds the full options of a typical call, byte for byte as nr_llm\'s JSON of them', () => {
     expect(
-      buildCallOptions({
+      json({
         configuration: configuration({
           temperature: 0.3,
           topP: 0.9,
@@ -301,22 +337,99 @@ describe('buildCallOptions: everything together', () => {
           maxTokens: 0,
           systemPrompt: 'You are a helpful assistant.',
           timeout: 0,
-          options: { seed: 42 },
+          options: readOptions('{"seed": 42}'),
         }),
         model: model({ modelId: 'gpt-4o-mini', defaultTimeout: 60, maxOutputTokens: 16384 }),
-        overrides: { temperature: 0 },
+        overrides: new Map([['temperature', 0]]),
         snippetBlock: 'Formal tone:\nUse a formal, professional tone of voice.',
       }),
-    ).toEqual({
-      temperature: 0,
-      top_p: 0.9,
-      frequency_penalty: 0.1,
-      presence_penalty: 0.2,
-      system_prompt: 'You are a helpful assistant.\n\nFormal tone:\nUse a formal, professional tone of voice.',
-      model: 'gpt-4o-mini',
-      timeout: 60,
-      seed: 42,
-      max_tokens: 16384,
-    });
+    ).toBe(
+      '{"temperature":0.0,"top_p":0.9,"frequency_penalty":0.1,"presence_penalty":0.2,' +
+        '"system_prompt":"You are a helpful assistant.\\n\\nFormal tone:\\nUse a formal, professional tone of voice.",' +
+        '"model":"gpt-4o-mini","timeout":60,"seed":42,"max_tokens":16384}',
+    );
+  });
+});
+
+describe('buildCallOptions: the options column as nr_llm decodes and merges it', () => {
+  it('a model with default_timeout 0 gives "timeout":0', () => {
+    expect(json({ configuration: configuration({ maxTokens: 0 }), model: model({ defaultTimeout: 0 }) })).toBe(
+      '{"temperature":0.7,"top_p":1.0,"frequency_penalty":0.0,"presence_penalty":0.0,"model":"gpt-4o","timeout":0}',
+    );
+  });
+
+  it('a translator is included after the model', () => {
+    expect(json({ configuration: configuration({ maxTokens: 0, translator: 'deepl' }) })).toBe(
+      '{"temperature":0.7,"top_p":1.0,"frequency_penalty":0.0,"presence_penalty":0.0,"model":"gpt-4o","translator":"deepl","timeout":120}',
+    );
+  });
+
+  it('an options key "provider" is removed', () => {
+    expect(json({ configuration: withOptionsColumn('{"provider":"openai","seed":1}', { maxTokens: 0 }) })).toBe(
+      '{"temperature":0.7,"top_p":1.0,"frequency_penalty":0.0,"presence_penalty":0.0,"model":"gpt-4o","timeout":120,"seed":1}',
+    );
+  });
+
+  it('a list ["a"] is merged as array_merge merges it: "0":"a" appended', () => {
+    expect(json({ configuration: withOptionsColumn('["a"]', { maxTokens: 0 }) })).toBe(
+      '{"temperature":0.7,"top_p":1.0,"frequency_penalty":0.0,"presence_penalty":0.0,"model":"gpt-4o","timeout":120,"0":"a"}',
+    );
+  });
+
+  it('an int key is renumbered from 0 and goes to the end: {"5":"x"} gives "0":"x"', () => {
+    expect(json({ configuration: withOptionsColumn('{"5":"x","seed":1,"9":"y"}', { maxTokens: 0 }) })).toBe(
+      '{"temperature":0.7,"top_p":1.0,"frequency_penalty":0.0,"presence_penalty":0.0,"model":"gpt-4o","timeout":120,"0":"x","seed":1,"1":"y"}',
+    );
+  });
+
+  it('a string key that is not a canonical int stays a string key in place ("05", "-0")', () => {
+    expect(json({ configuration: withOptionsColumn('{"05":"a","-0":"b"}', { maxTokens: 0 }) })).toBe(
+      '{"temperature":0.7,"top_p":1.0,"frequency_penalty":0.0,"presence_penalty":0.0,"model":"gpt-4o","timeout":120,"05":"a","-0":"b"}',
+    );
+  });
+
+  it('{"max_tokens":0.0} stays 0.0 with a model maximum of 4096: a float, not an int, as PHP\'s is_int sees it', () => {
+    const options = json({ configuration: withOptionsColumn('{"max_tokens":0.0}', { maxTokens: 0 }), model: model({ maxOutputTokens: 4096 }) });
+    expect(options).toContain('"max_tokens":0.0');
+    expect(json({ configuration: withOptionsColumn('{"max_tokens":0}', { maxTokens: 0 }), model: model({ maxOutputTokens: 4096 }) })).toContain('"max_tokens":4096');
+  });
+
+  it('max_tokens from the options replaces the configuration\'s where it stands', () => {
+    expect(json({ configuration: withOptionsColumn('{"max_tokens":-1}', { maxTokens: 500 }), model: model({ maxOutputTokens: 4096 }) })).toBe(
+      '{"temperature":0.7,"top_p":1.0,"frequency_penalty":0.0,"presence_penalty":0.0,"max_tokens":4096,"model":"gpt-4o","timeout":120}',
+    );
+  });
+
+  it('integers beyond 2^53 keep their exact value', () => {
+    expect(json({ configuration: withOptionsColumn('{"seed":9007199254740993}', { maxTokens: 0 }) })).toContain('"seed":9007199254740993');
+    expect(json({ configuration: withOptionsColumn('{"max_tokens":9007199254740993}', { maxTokens: 0 }), model: model({ maxOutputTokens: 4096 }) })).toContain(
+      '"max_tokens":9007199254740993',
+    );
+  });
+
+  it('key order is the text\'s, nested arrays included', () => {
+    expect(json({ configuration: withOptionsColumn('{"b":{"z":1,"1":"a"},"a":2}', { maxTokens: 0 }) })).toBe(
+      '{"temperature":0.7,"top_p":1.0,"frequency_penalty":0.0,"presence_penalty":0.0,"model":"gpt-4o","timeout":120,"b":{"z":1,"1":"a"},"a":2}',
+    );
+  });
+});
+
+describe('readOptions (LlmConfiguration::getOptionsArray)', () => {
+  it.each([
+    ['NULL', null],
+    ['an empty text', ''],
+    ['whitespace', '  '],
+    ['invalid JSON', '{seed: 1}'],
+    ['a scalar', '5'],
+    ['a string', '"x"'],
+    ['null', 'null'],
+    ['an unpaired surrogate escape', '{"a":"\\ud800"}'],
+  ])('%s reads as an empty array', (_case, text) => {
+    expect(readOptions(text).size).toBe(0);
+  });
+
+  it('keeps any array as decoded, a list included', () => {
+    expect(phpJsonEncode(readOptions('["a"]'))).toBe('["a"]');
+    expect(phpJsonEncode(readOptions(' {"seed": 1, "stop": ["\\n"]} '))).toBe('{"seed":1,"stop":["\\n"]}');
   });
 });

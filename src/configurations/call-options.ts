@@ -9,6 +9,7 @@
  * order changes which value a caller's override beats.
  */
 
+import { phpArrayMerge, phpJsonDecode, type PhpArray, type PhpJsonValue } from '../shared/php-json';
 import { appendSnippetBlock } from './effective-prompt';
 
 /** Used when neither the configuration nor the model sets a timeout. */
@@ -16,6 +17,7 @@ export const DEFAULT_TIMEOUT_SECONDS = 120;
 
 /** The configuration columns the call options are built from. */
 export interface CallOptionsConfiguration {
+  /** PHP floats (nr_llm's typed properties), as are topP and the penalties. */
   temperature: number;
   topP: number;
   frequencyPenalty: number;
@@ -27,8 +29,8 @@ export interface CallOptionsConfiguration {
   timeout: number;
   /** A translation service; part of the options when not ''. */
   translator: string;
-  /** The decoded `options` column (see `readJsonObject`). */
-  options: Record<string, unknown>;
+  /** The decoded `options` column (`readOptions`). */
+  options: PhpArray;
 }
 
 /** The model columns the call options read; `null` when the configuration has no model. */
@@ -43,65 +45,80 @@ export interface CallOptionsModel {
 export interface CallOptionsInput {
   configuration: CallOptionsConfiguration;
   model: CallOptionsModel | null;
-  /** Per-call options; a `system_prompt` here replaces the configuration's before the append. */
-  overrides?: Record<string, unknown>;
+  /** Per-call options, PHP-typed; a `system_prompt` here replaces the configuration's before the append. */
+  overrides?: PhpArray;
   /** The composed snippet block of the configuration (`composeSnippetBlock`); `""` for none. */
   snippetBlock: string;
 }
 
 /**
- * Builds the options of one call made with a configuration.
+ * Reads a configuration's `options` column as nr_llm's
+ * `LlmConfiguration::getOptionsArray` does: `''` (or NULL) and whatever
+ * `json_decode` refuses or decodes to a scalar read as an empty array; any
+ * array is kept as decoded, a list (`["a"]`) included. Never throws.
+ */
+export function readOptions(text: string | null | undefined): PhpArray {
+  if (text === null || text === undefined || text === '') return new Map();
+  const decoded = phpJsonDecode(text);
+  return decoded instanceof Map ? decoded : new Map();
+}
+
+/**
+ * Builds the options of one call made with a configuration, with PHP's
+ * values and key order (nr_llm's `LlmConfiguration::toOptionsArray` and
+ * `ConfigurationCallPlanner::callOptions`).
  *
  * 1. Base: `temperature`, `top_p`, `frequency_penalty`, `presence_penalty`
- *    always; `max_tokens` only when > 0; `system_prompt` only when non-empty;
- *    `model` = the model's `model_id` (left out without a model or with an
- *    empty `model_id`, as TYPO3 does); `translator` when set; `timeout` =
- *    the configuration's when > 0, else the model's `default_timeout` as it
- *    is (0 included), else (no model) 120.
- * 2. The configuration's `options` object is merged over the base.
- * 3. The per-call overrides are merged over that, and a `provider` key is
- *    removed (nr_llm puts the adapter type there and drops it again; an
- *    options key of that name goes with it).
+ *    (floats) always; `max_tokens` only when > 0; `system_prompt` only when
+ *    non-empty; `model` = the model's `model_id` (left out without a model or
+ *    with an empty `model_id`, as TYPO3 does); `translator` when set;
+ *    `timeout` = the configuration's when > 0, else the model's
+ *    `default_timeout` as it is (0 included), else (no model) 120.
+ * 2. `array_merge(base, options)`: the configuration's `options` array is
+ *    merged over the base; its string keys replace base values in place or
+ *    are appended, its int keys are appended and renumbered from 0
+ *    (`["a"]` and `{"5":"a"}` both add `"0":"a"` at the end).
+ * 3. `array_merge(that, overrides)`, then a `provider` key is removed
+ *    (nr_llm puts the adapter type there and drops it again; an options key
+ *    of that name goes with it).
  * 4. The snippet block is appended to `system_prompt` (a non-string value
  *    counts as `""`); the key is written only if the text changed, so an
  *    empty block leaves the options exactly as merged.
- * 5. A `max_tokens` that is missing, `null` or an integer ≤ 0 becomes the
+ * 5. A `max_tokens` that is missing, `null` or an int ≤ 0 becomes the
  *    model's `max_output_tokens` when that is > 0, else the key is removed.
- *    Values of other types (a string, a fraction) are left alone, as PHP's
- *    `is_int` leaves them.
- *
- * Keys keep insertion order (base order, then new keys in merge order).
+ *    Values of other types (a string, a float such as `0.0`) are left alone,
+ *    as PHP's `is_int` leaves them.
  */
-export function buildCallOptions(input: CallOptionsInput): Record<string, unknown> {
+export function buildCallOptions(input: CallOptionsInput): PhpArray {
   const { configuration, model } = input;
 
-  const base: Record<string, unknown> = {
-    temperature: configuration.temperature,
-    top_p: configuration.topP,
-    frequency_penalty: configuration.frequencyPenalty,
-    presence_penalty: configuration.presencePenalty,
-  };
+  const base: PhpArray = new Map<string, PhpJsonValue>()
+    .set('temperature', phpFloat(configuration.temperature))
+    .set('top_p', phpFloat(configuration.topP))
+    .set('frequency_penalty', phpFloat(configuration.frequencyPenalty))
+    .set('presence_penalty', phpFloat(configuration.presencePenalty));
   if (configuration.maxTokens > 0) {
-    base.max_tokens = configuration.maxTokens;
+    base.set('max_tokens', phpInt(configuration.maxTokens));
   }
   if (configuration.systemPrompt !== '') {
-    base.system_prompt = configuration.systemPrompt;
+    base.set('system_prompt', configuration.systemPrompt);
   }
   if (model !== null && model.modelId !== '') {
-    base.model = model.modelId;
+    base.set('model', model.modelId);
   }
   if (configuration.translator !== '') {
-    base.translator = configuration.translator;
+    base.set('translator', configuration.translator);
   }
-  base.timeout = effectiveTimeout(configuration.timeout, model);
+  base.set('timeout', phpInt(effectiveTimeout(configuration.timeout, model)));
 
-  const options: Record<string, unknown> = { ...base, ...configuration.options, ...(input.overrides ?? {}) };
-  delete options.provider;
+  const options = phpArrayMerge(phpArrayMerge(base, configuration.options), input.overrides ?? new Map());
+  options.delete('provider');
 
-  const currentPrompt = typeof options.system_prompt === 'string' ? options.system_prompt : '';
+  const current = options.get('system_prompt');
+  const currentPrompt = typeof current === 'string' ? current : '';
   const effectivePrompt = appendSnippetBlock(currentPrompt, input.snippetBlock);
   if (effectivePrompt !== currentPrompt) {
-    options.system_prompt = effectivePrompt;
+    options.set('system_prompt', effectivePrompt);
   }
 
   applyMaxTokensFallback(options, model);
@@ -110,18 +127,29 @@ export function buildCallOptions(input: CallOptionsInput): Record<string, unknow
 
 /**
  * Step 5 of `buildCallOptions`, in place: a `max_tokens` that is missing,
- * `null` or an integer ≤ 0 becomes the model's `max_output_tokens` when that
- * is > 0, else the key is removed.
+ * `null` or an int ≤ 0 becomes the model's `max_output_tokens` when that is
+ * > 0, else the key is removed. A float (`0.0`) or a string is left alone,
+ * as PHP's `is_int` leaves it.
  */
-export function applyMaxTokensFallback(options: Record<string, unknown>, model: Pick<CallOptionsModel, 'maxOutputTokens'> | null): void {
-  const maxTokens = options.max_tokens;
-  if (maxTokens === undefined || maxTokens === null || (typeof maxTokens === 'number' && Number.isInteger(maxTokens) && maxTokens <= 0)) {
+export function applyMaxTokensFallback(options: PhpArray, model: Pick<CallOptionsModel, 'maxOutputTokens'> | null): void {
+  const maxTokens = options.get('max_tokens');
+  if (maxTokens === undefined || maxTokens === null || (typeof maxTokens === 'bigint' && maxTokens <= 0n)) {
     if (model !== null && model.maxOutputTokens > 0) {
-      options.max_tokens = model.maxOutputTokens;
+      options.set('max_tokens', phpInt(model.maxOutputTokens));
     } else {
-      delete options.max_tokens;
+      options.delete('max_tokens');
     }
   }
+}
+
+/** A column value as a PHP int (columns are read as whole numbers; anything else counts as 0). */
+function phpInt(value: number): bigint {
+  return Number.isFinite(value) ? BigInt(Math.trunc(value)) : 0n;
+}
+
+/** A decimal column as a PHP float; a NULL cell stays null. */
+function phpFloat(value: number | null): PhpJsonValue {
+  return typeof value === 'number' && Number.isFinite(value) ? value : null;
 }
 
 /**

@@ -3,6 +3,7 @@ import { Arg, Authorized, Ctx, FieldResolver, Info, Int, Mutation, Query, Resolv
 import { Role, roleAtLeast } from '../auth/roles';
 import type { GraphQLContext } from '../graphql/context';
 import { COMPOSED_PROMPT_COST } from '../graphql/query-limits';
+import { phpObjectJson, type RawJson } from '../graphql/raw-json';
 import { JSONScalar } from '../graphql/scalars';
 import { LlmModel, toLlmModel } from '../providers/provider.types';
 import { Composition, ConfigurationVersion, toConfigurationVersion, toVersionDiff, VersionDiffView } from '../prompt-history/prompt-history.types';
@@ -77,12 +78,12 @@ export class ConfigurationResolver {
     description:
       'The call options a model call with this configuration sends, as nr_llm builds them: typed parameters, the options JSON merged over them, the effective system prompt, and the max_tokens fallback. A configuration without a model has none: null, with the error `Configuration "…" has no model assigned` (NOT_FOUND).',
   })
-  async callOptions(@Root() configuration: LlmConfiguration, @Ctx() { loaders }: GraphQLContext): Promise<Record<string, unknown>> {
+  async callOptions(@Root() configuration: LlmConfiguration, @Ctx() { loaders }: GraphQLContext): Promise<RawJson> {
     const entity = configuration.entity;
     const [model, activeSnippets] = await Promise.all([entity.modelUid ? loaders.modelByUid.load(entity.modelUid) : null, loaders.activeSnippets()]);
     // nr_llm plans a call only with a model (ConfigurationCallPlanner::resolveModel).
     if (!model) throw new NotFoundError(`Configuration "${entity.identifier}" has no model assigned`, 'model');
-    return callOptionsOf(entity, model, activeSnippets);
+    return phpObjectJson(callOptionsOf(entity, model, activeSnippets));
   }
 
   @FieldResolver(() => [Skill], { description: 'Attached skills in injection order.' })

@@ -8,6 +8,7 @@ import { ProviderEntity } from '../providers/provider.entity';
 import type { PromptHistoryService } from '../prompt-history/prompt-history.service';
 import type { ConfigurationState } from '../prompt-history/version-state';
 import { BadUserInputError, ConflictError, ForbiddenError } from '../shared/errors';
+import type { PhpArray } from '../shared/php-json';
 import { unixNow } from '../shared/time';
 import { SkillEntity } from '../skills/skill.entity';
 import { parseMetadataForWrite, readJsonObject } from '../snippets/snippet-metadata';
@@ -15,7 +16,7 @@ import type { PromptSnippetEntity } from '../snippets/snippet.entity';
 import type { ActiveSnippetIndex } from '../snippets/snippet.service';
 import { parseSelectionTags, validateTagsForWrite } from '../snippets/tag-rules';
 import { ConfigurationSkillEntity } from './configuration-skill.entity';
-import { buildCallOptions } from './call-options';
+import { buildCallOptions, readOptions } from './call-options';
 import { ConfigurationEntity } from './configuration.entity';
 import { adminOnlyOptionChanged, EDITOR_OPTION_KEYS } from './editor-options';
 import { appendSnippetBlock, composeSnippetBlock, selectSnippets } from './effective-prompt';
@@ -70,14 +71,16 @@ export function effectiveSystemPromptOf(configuration: ConfigurationEntity, acti
 /**
  * The call options of behaviour.md §5 for a configuration: the one place a
  * model call's options are built, with the snippet block appended to the
- * system prompt. `overrides` are per-call values (a run's maxTokens, temperature).
+ * system prompt, as a PHP array (`phpJsonEncode` gives nr_llm's JSON of it,
+ * `plainValueOf` a JavaScript object). `overrides` are per-call values (a
+ * run's maxTokens, temperature).
  */
 export function callOptionsOf(
   configuration: ConfigurationEntity,
   model: Pick<ModelEntity, 'modelId' | 'defaultTimeout' | 'maxOutputTokens'> | null,
   activeSnippets: ActiveSnippetIndex,
-  overrides: Record<string, unknown> = {},
-): Record<string, unknown> {
+  overrides: PhpArray = new Map(),
+): PhpArray {
   return buildCallOptions({
     configuration: {
       temperature: configuration.temperature,
@@ -88,7 +91,7 @@ export function callOptionsOf(
       systemPrompt: configuration.systemPrompt,
       timeout: configuration.timeout,
       translator: configuration.translator ?? '',
-      options: readJsonObject(configuration.options),
+      options: readOptions(configuration.options),
     },
     model,
     overrides,

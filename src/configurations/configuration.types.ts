@@ -1,7 +1,8 @@
 import { IsOptional, MaxLength } from 'class-validator';
 import { Field, Float, InputType, Int, ObjectType } from 'type-graphql';
 import { JSONScalar } from '../graphql/scalars';
-import { readJsonObject } from '../snippets/snippet-metadata';
+import { phpObjectJson, RawJson } from '../graphql/raw-json';
+import { readOptions } from './call-options';
 import { parseSelectionTags } from '../snippets/tag-rules';
 import type { ConfigurationEntity } from './configuration.entity';
 
@@ -19,7 +20,7 @@ export class LlmConfiguration {
   @Field(() => Float) frequencyPenalty!: number;
   @Field(() => Float) presencePenalty!: number;
   @Field(() => Int, { description: 'Seconds; 0 = the model\'s default.' }) timeout!: number;
-  @Field(() => JSONScalar, { description: 'Merged over the typed parameters; always an object.' }) options!: Record<string, unknown>;
+  @Field(() => JSONScalar, { description: 'Merged over the typed parameters; always an object. As nr_llm decodes the column: PHP\'s values and key order, integers exact; `{}` when empty or invalid.' }) options!: RawJson;
   @Field() isActive!: boolean;
   @Field() hidden!: boolean;
   @Field() isDefault!: boolean;
@@ -41,7 +42,7 @@ export function toLlmConfiguration(row: ConfigurationEntity): LlmConfiguration {
     frequencyPenalty: row.frequencyPenalty,
     presencePenalty: row.presencePenalty,
     timeout: row.timeout,
-    options: readJsonObject(row.options),
+    options: phpObjectJson(readOptions(row.options)),
     isActive: row.isActive,
     hidden: row.hidden,
     isDefault: row.isDefault,

@@ -11,7 +11,7 @@
  * text: the same JSON, with JavaScript's losses.
  */
 import crypto from 'node:crypto';
-import { phpJsonEncode, type PhpArray, type PhpJsonEncodeFlags } from '../shared/php-json';
+import { phpObjectText, type PhpArray } from '../shared/php-json';
 
 /** Texts of the RawJson values met by the `stringifyResponse` call in progress (JSON.stringify is synchronous). */
 let collected: string[] | null = null;
@@ -46,16 +46,7 @@ export function stringifyResponse(value: unknown): string {
   return json.replace(QUOTED_MARKER, (_marker, index: string) => texts[Number(index)]);
 }
 
-/**
- * How the API writes PHP values: `json_encode($value, JSON_UNESCAPED_SLASHES |
- * JSON_UNESCAPED_UNICODE | JSON_PRESERVE_ZERO_FRACTION |
- * JSON_PARTIAL_OUTPUT_ON_ERROR)`. The zero fraction keeps a float a float for
- * the reader (nr_llm's own `json_encode` calls would write 0.0 as `0`); the
- * partial output writes INF as `0`, so an odd row never breaks a read.
- */
-export const API_JSON_FLAGS: PhpJsonEncodeFlags = { unescapedSlashes: true, unescapedUnicode: true, preserveZeroFraction: true, partialOutputOnError: true };
-
-/** A PHP array as a `JSON` field writes it: always a JSON object, PHP's values and key order (shared/php-json). */
+/** A PHP array as a `JSON` field writes it: always a JSON object, PHP's values and key order (`phpObjectText`). */
 export function phpObjectJson(array: PhpArray): RawJson {
-  return new RawJson(phpJsonEncode(array, { ...API_JSON_FLAGS, objectAtTop: true }) ?? '{}');
+  return new RawJson(phpObjectText(array));
 }

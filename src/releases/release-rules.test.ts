@@ -1,4 +1,10 @@
-import { checkLabel, releaseCallOptions, sameReleaseContent, type ReleaseContent } from './release-rules';
+import { phpJsonDecode, phpObjectText, phpValueOf, plainValueOf, type PhpArray } from '../shared/php-json';
+import { checkLabel, releaseCallOptions as releaseCallOptionsOf, sameReleaseContent, type ReleaseContent } from './release-rules';
+
+const php = (value: Record<string, unknown>) => phpValueOf(value) as PhpArray;
+/** releaseCallOptions with plain objects in and out. */
+const releaseCallOptions = (frozen: Record<string, unknown>, overrides: Record<string, unknown>, model: { maxOutputTokens: number } | null) =>
+  plainValueOf(releaseCallOptionsOf(php(frozen), php(overrides), model)) as Record<string, unknown>;
 
 describe('release labels', () => {
   it('accepts letters, digits, "-", "_" and "." and stores them in lower case', () => {
@@ -37,10 +43,17 @@ describe('call options of a release run', () => {
     expect('max_tokens' in releaseCallOptions(frozen, { max_tokens: 0 }, { maxOutputTokens: 0 })).toBe(false);
   });
 
-  it('do not change the frozen object', () => {
-    releaseCallOptions(frozen, { temperature: 2 }, null);
-    expect(frozen.temperature).toBe(0.2);
-    expect(frozen.system_prompt).toBe('Frozen.');
+  it('do not change the frozen array', () => {
+    const stored = php(frozen);
+    releaseCallOptionsOf(stored, php({ temperature: 2 }), null);
+    expect(stored.get('temperature')).toBe(0.2);
+    expect(stored.get('system_prompt')).toBe('Frozen.');
+  });
+
+  it('keep PHP\'s values and key order: 64-bit integers, a float 0.0 that the fallback leaves alone, int keys', () => {
+    const stored = phpJsonDecode('{"seed":9007199254740993,"max_tokens":0.0,"b":2,"0":"a","system_prompt":"x"}') as PhpArray;
+    const options = releaseCallOptionsOf(stored, new Map([['temperature', 1.5]]), { maxOutputTokens: 4096 });
+    expect(phpObjectText(options)).toBe('{"seed":9007199254740993,"max_tokens":0.0,"b":2,"0":"a","temperature":1.5}');
   });
 });
 
@@ -49,7 +62,7 @@ describe('release content', () => {
     configurationVersion: 3,
     modelUid: 7,
     effectiveSystemPrompt: 'You help.\n\nTone:\nBe brief.',
-    callOptions: { temperature: 0.5 },
+    callOptions: new Map([['temperature', 0.5]]),
     snippets: [{ uid: 1, identifier: 'tone', version: 2 }],
     skills: [],
   };
@@ -61,7 +74,8 @@ describe('release content', () => {
   it('differs with a snippet version, the prompt, the options or the configuration version', () => {
     expect(sameReleaseContent(content, { ...content, snippets: [{ uid: 1, identifier: 'tone', version: 3 }] })).toBe(false);
     expect(sameReleaseContent(content, { ...content, effectiveSystemPrompt: 'You help.' })).toBe(false);
-    expect(sameReleaseContent(content, { ...content, callOptions: { temperature: 0.6 } })).toBe(false);
+    expect(sameReleaseContent(content, { ...content, callOptions: new Map([['temperature', 0.6]]) })).toBe(false);
+    expect(sameReleaseContent(content, { ...content, callOptions: new Map([['temperature', 0.5]]) })).toBe(true);
     expect(sameReleaseContent(content, { ...content, configurationVersion: 4 })).toBe(false);
   });
 });

@@ -3,6 +3,7 @@
  * run of a release sends, and when publishing changes nothing.
  */
 import { applyMaxTokensFallback, type CallOptionsModel } from '../configurations/call-options';
+import { phpArrayMerge, phpObjectText, type PhpArray } from '../shared/php-json';
 
 export const MAX_LABEL_LENGTH = 64;
 
@@ -32,14 +33,14 @@ export interface ReleasedRecord {
 /**
  * The call options of one call of a release run: the frozen options with
  * the run's own overrides (`max_tokens`, `temperature` from `startRun`)
- * merged over them, then the `max_tokens` fallback, as for a configuration.
- * The system prompt is not among them: the run sends the frozen one as its
- * first message.
+ * merged over them (`array_merge`), then the `max_tokens` fallback, as for
+ * a configuration. The system prompt is not among them: the run sends the
+ * frozen one as its first message.
  */
-export function releaseCallOptions(frozen: Record<string, unknown>, overrides: Record<string, unknown>, model: Pick<CallOptionsModel, 'maxOutputTokens'> | null): Record<string, unknown> {
-  const options: Record<string, unknown> = { ...frozen, ...overrides };
-  delete options.provider;
-  delete options.system_prompt;
+export function releaseCallOptions(frozen: PhpArray, overrides: PhpArray, model: Pick<CallOptionsModel, 'maxOutputTokens'> | null): PhpArray {
+  const options = phpArrayMerge(frozen, overrides);
+  options.delete('provider');
+  options.delete('system_prompt');
   applyMaxTokensFallback(options, model);
   return options;
 }
@@ -49,7 +50,7 @@ export interface ReleaseContent {
   configurationVersion: number;
   modelUid: number;
   effectiveSystemPrompt: string;
-  callOptions: Record<string, unknown>;
+  callOptions: PhpArray;
   snippets: readonly ReleasedRecord[];
   skills: readonly (ReleasedRecord & { skill: unknown })[];
 }
@@ -59,7 +60,7 @@ export function sameReleaseContent(a: ReleaseContent, b: ReleaseContent): boolea
     a.configurationVersion === b.configurationVersion &&
     a.modelUid === b.modelUid &&
     a.effectiveSystemPrompt === b.effectiveSystemPrompt &&
-    JSON.stringify(a.callOptions) === JSON.stringify(b.callOptions) &&
+    phpObjectText(a.callOptions) === phpObjectText(b.callOptions) &&
     JSON.stringify(a.snippets) === JSON.stringify(b.snippets) &&
     JSON.stringify(a.skills) === JSON.stringify(b.skills)
   );

@@ -16,6 +16,7 @@ import { skillStateOf, snippetStateOf } from '../prompt-history/record-states';
 import type { VersionPins } from '../prompt-history/version-pins';
 import type { SkillInput } from '../runs/engine/skill-block';
 import { BadUserInputError, ConflictError, NotFoundError } from '../shared/errors';
+import { phpJsonDecode, phpObjectText, type PhpArray } from '../shared/php-json';
 import { unixNow } from '../shared/time';
 import type { SkillEntity } from '../skills/skill.entity';
 import type { PromptSnippetEntity } from '../snippets/snippet.entity';
@@ -79,7 +80,7 @@ export class ReleaseService {
             configurationVersion: frozen.configurationVersion,
             modelUid: frozen.modelUid,
             effectiveSystemPrompt: frozen.effectiveSystemPrompt,
-            callOptions: JSON.stringify(frozen.callOptions),
+            callOptions: phpObjectText(frozen.callOptions),
             snippets: JSON.stringify(frozen.snippets),
             skills: JSON.stringify(frozen.skills),
             author,
@@ -198,12 +199,18 @@ function toStoredRelease(row: ConfigurationReleaseEntity): StoredRelease {
     configurationVersion: row.configurationVersion,
     modelUid: row.modelUid,
     effectiveSystemPrompt: row.effectiveSystemPrompt,
-    callOptions: parseJson<Record<string, unknown>>(row.callOptions, {}),
+    callOptions: readStoredCallOptions(row.callOptions),
     snippets: parseJson<ReleasedRecord[]>(row.snippets, []),
     skills: parseJson<ReleasedSkill[]>(row.skills, []),
     author: row.author,
     createdAt: row.createdAt,
   };
+}
+
+/** A release's stored call options as PHP values; anything unreadable is an empty array. */
+function readStoredCallOptions(text: string | null): PhpArray {
+  const decoded = text === null ? undefined : phpJsonDecode(text);
+  return decoded instanceof Map ? decoded : new Map();
 }
 
 function parseJson<T>(text: string, fallback: T): T {

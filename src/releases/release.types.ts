@@ -1,5 +1,6 @@
 import { Extensions, Field, ID, Int, ObjectType } from 'type-graphql';
 import { EMBEDDED_LIST } from '../graphql/query-limits';
+import { phpObjectJson, RawJson } from '../graphql/raw-json';
 import { DateTimeScalar, JSONScalar } from '../graphql/scalars';
 import { fromUnix } from '../shared/time';
 import type { ReleasedRecord } from './release-rules';
@@ -32,7 +33,7 @@ export class ConfigurationRelease {
   @Extensions(EMBEDDED_LIST)
   @Field(() => [ReleasedSkill], { description: 'The attached skills, in injection order, with their versions.' }) skills!: ReleasedSkill[];
   @Field(() => JSONScalar, { description: 'The call options as they were built at publication (system_prompt included); a run may still set maxTokens and temperature.' })
-  callOptions!: Record<string, unknown>;
+  callOptions!: RawJson;
   @Field(() => Int, { description: 'The configuration version it was published from (LlmConfiguration.versions).' }) configurationVersion!: number;
   @Field(() => DateTimeScalar) createdAt!: Date;
   @Field(() => String, { nullable: true, description: 'The token name of the publisher.' }) author!: string | null;
@@ -49,7 +50,7 @@ export function toConfigurationRelease(release: StoredRelease): ConfigurationRel
     effectiveSystemPrompt: release.effectiveSystemPrompt,
     snippets: release.snippets.map(toReleasedSnippet),
     skills: release.skills.map((skill) => ({ uid: skill.uid, identifier: skill.identifier, version: skill.version })),
-    callOptions: release.callOptions,
+    callOptions: phpObjectJson(release.callOptions),
     configurationVersion: release.configurationVersion,
     createdAt: fromUnix(release.createdAt),
     author: release.author,

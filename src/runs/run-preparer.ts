@@ -16,6 +16,7 @@ import type { ModelEntity } from '../providers/model.entity';
 import type { ModelService } from '../providers/model.service';
 import type { ProviderService } from '../providers/provider.service';
 import { BadUserInputError, ForbiddenError, NotFoundError } from '../shared/errors';
+import { plainValueOf, type PhpArray } from '../shared/php-json';
 import type { SkillEntity } from '../skills/skill.entity';
 import type { SkillService } from '../skills/skill.service';
 import { ActiveSnippetIndex, type SnippetService } from '../snippets/snippet.service';
@@ -184,10 +185,11 @@ export class RunPreparer {
       model ? this.models.pricesFor(model) : Promise.resolve(null),
     ]);
 
-    const overrides: Record<string, unknown> = {};
-    if (request.maxTokens != null) overrides.max_tokens = request.maxTokens;
-    if (request.temperature != null) overrides.temperature = request.temperature;
-    const callOptions = release ? withModel(releaseCallOptions(release.callOptions, overrides, model), model) : callOptionsFor(configuration, model, activeSnippets!, overrides);
+    // Typed as nr_llm's callers pass them: max_tokens an int, temperature a float.
+    const overrides: PhpArray = new Map();
+    if (request.maxTokens != null) overrides.set('max_tokens', BigInt(Math.trunc(request.maxTokens)));
+    if (request.temperature != null) overrides.set('temperature', request.temperature);
+    const callOptions = release ? withModel(plainValueOf(releaseCallOptions(release.callOptions, overrides, model)) as Record<string, unknown>, model) : callOptionsFor(configuration, model, activeSnippets!, overrides);
 
     const settings = provider ? this.providers.settingsFor(provider) : null;
     const adapter: ChatAdapter = settings ? this.adapterFor(settings) : unusableAdapter;
@@ -245,9 +247,9 @@ function callOptionsFor(
   configuration: ConfigurationEntity,
   model: ModelEntity | null,
   activeSnippets: ActiveSnippetIndex,
-  overrides: Record<string, unknown>,
+  overrides: PhpArray,
 ): CallOptions {
-  const { system_prompt: _systemPrompt, ...options } = callOptionsOf(configuration, model, activeSnippets, overrides);
+  const { system_prompt: _systemPrompt, ...options } = plainValueOf(callOptionsOf(configuration, model, activeSnippets, overrides)) as Record<string, unknown>;
   return withModel(options, model);
 
 }

@@ -304,6 +304,20 @@ export function phpJsonEncode(value: PhpJsonValue, flags: PhpJsonEncodeFlags = {
 }
 
 /**
+ * How this service writes the PHP arrays it hands out or stores (the `JSON`
+ * fields for options, metadata and call options; a release's call options):
+ * `json_encode($array, JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE |
+ * JSON_PRESERVE_ZERO_FRACTION | JSON_PARTIAL_OUTPUT_ON_ERROR)`, the
+ * outermost array always as an object. The zero fraction keeps a float a
+ * float for the reader (nr_llm's own `json_encode` calls pass no
+ * JSON_PRESERVE_ZERO_FRACTION and write 0.0 as `0`); the partial output
+ * writes INF as `0`, so an odd row never breaks a read.
+ */
+export function phpObjectText(array: PhpArray): string {
+  return phpJsonEncode(array, { unescapedSlashes: true, unescapedUnicode: true, preserveZeroFraction: true, partialOutputOnError: true, objectAtTop: true }) ?? '{}';
+}
+
+/**
  * The int a string key is in a PHP array (`ZEND_HANDLE_NUMERIC_STR`), or
  * null when it stays a string: decimal, no leading zero, no `+`, not `-0`,
  * within 64 bits. `"5"` is the int 5; `"05"`, `"-0"`, `"5 "` and

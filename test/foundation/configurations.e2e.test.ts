@@ -101,6 +101,16 @@ describe.each(testDialects)('configurations through the server on %s', (dialect)
     expect(withoutPrompt).toHaveProperty('max_tokens', 4096);
   });
 
+  it('options sent as JSON text are stored as given: integers beyond 2^53, 0.0 and key order reach the call options', async () => {
+    const { model } = await createProviderAndModel(t, { maxOutputTokens: 4096 });
+    const configuration = await createConfiguration(t, { model, maxTokens: 0, options: ' {"seed": 9007199254740993, "max_tokens": 0.0, "b": 2, "1": "a"} ' });
+    const stored = (await t.database.query('SELECT options FROM tx_nrllm_configuration WHERE uid = ?', [configuration.uid])) as { options: string }[];
+    expect(stored[0].options).toBe('{"seed":9007199254740993,"max_tokens":0.0,"b":2,"1":"a"}');
+    const body = await t.gqlText('query($uid: Int) { configuration(uid: $uid) { options callOptions } }', { uid: configuration.uid });
+    expect(body).toContain('"options":{"seed":9007199254740993,"max_tokens":0.0,"b":2,"1":"a"}');
+    expect(body).toContain('"timeout":120,"seed":9007199254740993,"max_tokens":0.0,"b":2,"0":"a"}');
+  });
+
   it('a configuration without a model has no call options: null and nr_llm\'s error', async () => {
     const configuration = await createConfiguration(t, { identifier: unique('c'), systemPrompt: 'x' });
     const result = await t.gql<{ configuration: { identifier: string; callOptions: unknown } }>('query($uid: Int) { configuration(uid: $uid) { identifier callOptions } }', { uid: configuration.uid });

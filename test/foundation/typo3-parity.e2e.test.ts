@@ -4,7 +4,8 @@
  * by SQL, as TYPO3 writes them, and read over GraphQL.
  */
 import { createTestDatabase, testDialects, type TestDatabase } from '../support/databases';
-import { startTestServer, type TestServer } from '../support/server';
+import { RawGraphQLSocket } from '../support/raw-graphql-ws';
+import { ADMIN_TOKEN, startTestServer, type TestServer } from '../support/server';
 import { createTypo3Tables } from '../support/typo3-schema';
 
 const now = 1_700_000_000;
@@ -142,5 +143,55 @@ describe.each(testDialects)('nr_llm parity on %s (rows written as TYPO3 writes t
       deep_512: '{"a":' + '['.repeat(511) + ']'.repeat(511) + '}',
       deep_513: '{}',
     });
+  });
+
+  it('reads options and call options as nr_llm decodes and merges them, byte for byte', async () => {
+    await database.query('INSERT INTO tx_nrllm_provider (tstamp, crdate, identifier, name, adapter_type) VALUES (?,?,?,?,?)', [now, now, 'php-json', 'PHP JSON', 'openai']);
+    const [provider] = (await database.query("SELECT uid FROM tx_nrllm_provider WHERE identifier = 'php-json'")) as { uid: number }[];
+    await database.query('INSERT INTO tx_nrllm_model (tstamp, crdate, identifier, name, provider_uid, model_id, default_timeout, max_output_tokens) VALUES (?,?,?,?,?,?,?,?)', [
+      now, now, 'php-json-model', 'PHP JSON model', provider.uid, 'm', 0, 4096,
+    ]);
+    const [model] = (await database.query("SELECT uid FROM tx_nrllm_model WHERE identifier = 'php-json-model'")) as { uid: number }[];
+    const configuration = (identifier: string, options: string, translator = '') =>
+      database.query('INSERT INTO tx_nrllm_configuration (tstamp, crdate, identifier, name, model_uid, system_prompt, max_tokens, translator, options) VALUES (?,?,?,?,?,?,?,?,?)', [
+        now, now, identifier, identifier, model.uid, '', 0, translator, options,
+      ]);
+    await configuration('merged', '{"provider":"x","seed":9007199254740993,"max_tokens":0.0,"b":2,"1":"a"}', 'deepl');
+    await configuration('listed', '["a"]');
+    await configuration('renumbered', '{"5":"x"}');
+    await configuration('broken', '{"seed":');
+    await database.query('INSERT INTO tx_nrllm_configuration (tstamp, crdate, identifier, name, system_prompt) VALUES (?,?,?,?,?)', [now, now, 'c', 'No model', '']);
+
+    const read = (identifier: string) => t.gqlText('query($identifier: String) { configuration(identifier: $identifier) { options callOptions } }', { identifier });
+    const base = '"temperature":0.7,"top_p":1.0,"frequency_penalty":0.0,"presence_penalty":0.0,"model":"m"';
+    expect(await read('merged')).toBe(
+      '{"data":{"configuration":{"options":{"provider":"x","seed":9007199254740993,"max_tokens":0.0,"b":2,"1":"a"},' +
+        `"callOptions":{${base},"translator":"deepl","timeout":0,"seed":9007199254740993,"max_tokens":0.0,"b":2,"0":"a"}}}}\n`,
+    );
+    expect(await read('listed')).toBe(`{"data":{"configuration":{"options":{"0":"a"},"callOptions":{${base},"timeout":0,"0":"a","max_tokens":4096}}}}\n`);
+    expect(await read('renumbered')).toBe(`{"data":{"configuration":{"options":{"5":"x"},"callOptions":{${base},"timeout":0,"0":"x","max_tokens":4096}}}}\n`);
+    expect(await read('broken')).toBe(`{"data":{"configuration":{"options":{},"callOptions":{${base},"timeout":0,"max_tokens":4096}}}}\n`);
+
+    // A release freezes them as they are, and gives them back the same.
+    const merged = `{${base},"translator":"deepl","timeout":0,"seed":9007199254740993,"max_tokens":0.0,"b":2,"0":"a"}`;
+    expect(await t.gqlText('mutation { publishConfiguration(identifier: "merged", label: "live") { callOptions } }')).toBe(`{"data":{"publishConfiguration":{"callOptions":${merged}}}}\n`);
+    expect(await t.gqlText('{ configurationRelease(identifier: "merged", label: "live") { callOptions } }')).toBe(`{"data":{"configurationRelease":{"callOptions":${merged}}}}\n`);
+    expect(await t.gqlText('mutation { publishConfiguration(identifier: "merged", label: "live") { id } }')).toBe(await t.gqlText('mutation { publishConfiguration(identifier: "merged", label: "live") { id } }'));
+
+    const withoutModel = await t.gql<{ configuration: { callOptions: unknown } }>('{ configuration(identifier: "c") { callOptions } }');
+    expect(withoutModel.data?.configuration).toEqual({ callOptions: null });
+    expect(withoutModel.errors?.map((error) => [error.message, error.extensions?.code])).toEqual([['Configuration "c" has no model assigned', 'NOT_FOUND']]);
+
+    // The same bytes over graphql-ws.
+    const socket = await RawGraphQLSocket.connect(t.server.wsUrl, ADMIN_TOKEN);
+    try {
+      socket.subscribe('1', '{ configuration(identifier: "merged") { callOptions } }');
+      await socket.waitFor((message) => message.type === 'complete' && message.id === '1');
+      expect(socket.texts.find((text) => text.includes('"type":"next"'))).toContain(
+        `"callOptions":{${base},"translator":"deepl","timeout":0,"seed":9007199254740993,"max_tokens":0.0,"b":2,"0":"a"}`,
+      );
+    } finally {
+      socket.close();
+    }
   });
 });
