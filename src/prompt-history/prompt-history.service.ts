@@ -3,7 +3,7 @@
  * raise. Writers call `record` inside the transaction of their write (so a
  * version exists exactly when the write committed) and `announce` after it.
  */
-import type { DataSource, EntityManager } from 'typeorm';
+import { type DataSource, type EntityManager, In } from 'typeorm';
 import { ConfigurationSkillEntity } from '../configurations/configuration-skill.entity';
 import { ConfigurationEntity } from '../configurations/configuration.entity';
 import { ModelEntity } from '../providers/model.entity';
@@ -16,6 +16,7 @@ import { PromptVersionEntity } from './prompt-version.entity';
 import { configurationStateOf } from './record-states';
 import {
   type AnyState,
+  type ConfigurationState,
   diffFields,
   type FieldChange,
   fingerprintState,
@@ -27,6 +28,9 @@ import {
   type VersionedKind,
   type VersionSource,
 } from './version-state';
+
+/** Rows per insert statement of a baseline (well under SQLite's and MySQL's parameter limits). */
+const BASELINE_INSERT_ROWS = 250;
 
 export interface StoredVersion<K extends VersionedKind = VersionedKind> {
   kind: K;
@@ -60,11 +64,16 @@ export interface RecordInput<K extends VersionedKind> {
   previous?: StateOf[K] | null;
   origin: ChangeOrigin;
   /**
-   * The change detector's first reading after start: a version 1 stored now
-   * is the first state seen of a row that existed before, not a change, so
-   * it raises no webhook (and the detector does not announce it).
+   * The live configurations' identifiers and tags in uid order, when the
+   * caller records many snippet changes and read them once for all (see
+   * `liveConfigurationTags`); read in the transaction otherwise.
    */
-  firstSight?: boolean;
+  configurations?: readonly ConfigurationTags[];
+}
+
+export interface ConfigurationTags {
+  identifier: string;
+  snippetTags: string;
 }
 
 export class PromptHistoryService {
@@ -94,11 +103,11 @@ export class PromptHistoryService {
       identifier: input.state.identifier,
       version,
       source: input.origin.source,
-      affectedConfigurations: await this.affectedConfigurations(manager, input.kind, input.uid, input.state, latest?.state ?? null),
+      affectedConfigurations: await this.affectedConfigurations(manager, input.kind, input.uid, input.state, latest?.state ?? null, input.configurations),
       at: Date.now(),
     };
     // In the write's transaction: the webhook delivery exists exactly when the change committed.
-    if (this.outbox && !(input.firstSight && version === 1)) {
+    if (this.outbox) {
       const { kind, uid, identifier, source, affectedConfigurations } = event;
       await this.outbox.enqueue(manager, 'prompt.changed', { kind, uid, identifier, version, source, author: input.origin.author, affectedConfigurations, deleted: input.state.deleted }, event.at);
     }
@@ -178,15 +187,57 @@ export class PromptHistoryService {
 
   /** The configuration state of a row: its columns, its model's identifier and its skills. */
   async configurationState(manager: EntityManager, row: ConfigurationEntity) {
-    const [model, relations] = await Promise.all([
-      row.modelUid ? manager.getRepository(ModelEntity).findOne({ where: { uid: row.modelUid }, select: ['uid', 'identifier'] }) : null,
-      manager.getRepository(ConfigurationSkillEntity).find({ where: { uidLocal: row.uid }, order: { sorting: 'ASC' } }),
+    return (await this.configurationStates(manager, [row])).get(row.uid)!;
+  }
+
+  /** The configuration states of many rows by uid, in two queries (models, skill relations) whatever their number. */
+  async configurationStates(manager: EntityManager, rows: readonly ConfigurationEntity[]): Promise<Map<number, ConfigurationState>> {
+    const result = new Map<number, ConfigurationState>();
+    if (rows.length === 0) return result;
+    const modelUids = [...new Set(rows.map((row) => row.modelUid).filter((uid) => uid))];
+    const [models, relations] = await Promise.all([
+      modelUids.length > 0 ? manager.getRepository(ModelEntity).find({ where: { uid: In(modelUids) }, select: ['uid', 'identifier'] }) : [],
+      manager
+        .getRepository(ConfigurationSkillEntity)
+        .createQueryBuilder('mm')
+        .where('mm.uid_local IN (:...uids)', { uids: rows.map((row) => row.uid) })
+        .orderBy('mm.uid_local', 'ASC')
+        .addOrderBy('mm.sorting', 'ASC')
+        .getMany(),
     ]);
-    return configurationStateOf(
-      row,
-      model?.identifier ?? '',
-      relations.map((relation) => relation.uidForeign),
+    const modelIdentifier = new Map(models.map((model) => [model.uid, model.identifier]));
+    const skillUids = new Map<number, number[]>();
+    for (const relation of relations) {
+      const list = skillUids.get(relation.uidLocal);
+      if (list) list.push(relation.uidForeign);
+      else skillUids.set(relation.uidLocal, [relation.uidForeign]);
+    }
+    for (const row of rows) result.set(row.uid, configurationStateOf(row, (row.modelUid && modelIdentifier.get(row.modelUid)) || '', skillUids.get(row.uid) ?? []));
+    return result;
+  }
+
+  /**
+   * Version 1 of rows the service has never seen (the change detector's
+   * first reading of a table): one insert for all of them, no change event,
+   * no webhook — they are the baseline, not changes. Rows that meanwhile got
+   * a version (an API write, another instance) are left alone. Call inside
+   * the table's write lock. Returns how many versions were stored.
+   */
+  async recordBaseline(manager: EntityManager, kind: VersionedKind, rows: readonly { uid: number; state: AnyState }[]): Promise<number> {
+    if (rows.length === 0) return 0;
+    const known = await this.latestVersions(
+      manager,
+      kind,
+      rows.map((row) => row.uid),
     );
+    const createdAt = unixNow();
+    const values = rows
+      .filter((row) => !known.has(row.uid))
+      .map(({ uid, state }) => ({ kind, recordUid: uid, version: 1, state: serializeState(state), fingerprint: fingerprintState(state), source: 'external', author: null, createdAt }));
+    for (let start = 0; start < values.length; start += BASELINE_INSERT_ROWS) {
+      await manager.createQueryBuilder().insert().into(PromptVersionEntity).values(values.slice(start, start + BASELINE_INSERT_ROWS)).updateEntity(false).execute();
+    }
+    return values.length;
   }
 
   private async latestVersion(manager: EntityManager, kind: VersionedKind, uid: number): Promise<{ version: number; state: AnyState } | null> {
@@ -212,7 +263,14 @@ export class PromptHistoryService {
    * selecting one of its tags before or after the change; for a skill, those
    * it is attached to; for a configuration, itself.
    */
-  private async affectedConfigurations(manager: EntityManager, kind: VersionedKind, uid: number, state: AnyState, previous: AnyState | null): Promise<string[]> {
+  private async affectedConfigurations(
+    manager: EntityManager,
+    kind: VersionedKind,
+    uid: number,
+    state: AnyState,
+    previous: AnyState | null,
+    configurations?: readonly ConfigurationTags[],
+  ): Promise<string[]> {
     if (kind === 'configuration') return [state.identifier];
     if (kind === 'skill') {
       const rows = await manager
@@ -227,8 +285,13 @@ export class PromptHistoryService {
     }
     const tags = new Set([...parseTags((state as SnippetState).tags), ...(previous ? parseTags((previous as SnippetState).tags) : [])]);
     if (tags.size === 0) return [];
-    const rows = await manager.getRepository(ConfigurationEntity).createQueryBuilder('c').select(['c.uid', 'c.identifier', 'c.snippetTags']).where('c.deleted = 0').orderBy('c.uid').getMany();
+    const rows = configurations ?? (await this.liveConfigurationTags(manager));
     return rows.filter((row) => parseSelectionTags(row.snippetTags).some((tag) => tags.has(tag))).map((row) => row.identifier);
+  }
+
+  /** Every live configuration's identifier and tags, in uid order: what a snippet change's affected configurations are picked from. */
+  async liveConfigurationTags(manager: EntityManager): Promise<ConfigurationTags[]> {
+    return manager.getRepository(ConfigurationEntity).createQueryBuilder('c').select(['c.uid', 'c.identifier', 'c.snippetTags']).where('c.deleted = 0').orderBy('c.uid').getMany();
   }
 }
 

@@ -42,9 +42,9 @@ describe.each(testDialects)('relation loading on %s', (dialect) => {
     counting = false;
     expect(data.configurations).toHaveLength(limit);
     expect(data.configurations.every((c) => c.model && c.skills.length === 1 && c.selectedSnippets.length === 2)).toBe(true);
-    // The prompt change detector polls on its own timer (a `tstamp >=` scan and
-    // its version lookups), and so does the webhook outbox; those are not the list's queries.
-    const detector = /tstamp\W*\s*>=|promptwire_prompt_version|promptwire_webhook_delivery/i;
+    // The prompt change detector polls on its own timer (its reads of the tables under
+    // the alias `detected`, and its version lookups), and so does the webhook outbox; those are not the list's queries.
+    const detector = /\bdetected\b|promptwire_prompt_version|promptwire_webhook_delivery/i;
     return queries.filter((sql) => /^\s*SELECT/i.test(sql) && !detector.test(sql)).length;
   };
 
