@@ -130,7 +130,7 @@ type ServerLink = Link<Reply>;
 async function startServer(script: string, env: Record<string, string>): Promise<{ link: ServerLink; wsUrl: string; token: string }> {
   const child = fork(path.join(__dirname, script), [], {
     env: { ...process.env, NODE_ENV: 'production', ...env },
-    execArgv: ['--expose-gc'],
+    execArgv: ['--expose-gc', ...(process.env.FANOUT_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean)],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const link = new Link<Reply>(script, child);

@@ -34,6 +34,7 @@ import { RequestQueue } from './request-queue';
 import { RunService, type RunServiceOptions } from './runs/run.service';
 import { createDatabaseSnippetSource } from './runs/database-snippet-source';
 import { createBuiltinToolRegistry } from './runs/tools/builtin-tools';
+import { RunFeedBus } from './runs/run-feed';
 import { InProcessTraceBus, RedisTraceBus, type TraceBus } from './runs/trace-bus';
 import { seedExamples } from './seed';
 import { createMcpFeature } from './mcp';
@@ -118,6 +119,8 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
     operations = createOperations(config, logger, { databaseKey: databaseKey(config) });
     const toolRegistry = createBuiltinToolRegistry(createDatabaseSnippetSource(core.snippets));
     const mcp = createMcpFeature(dataSource, config, secrets, logger, () => toolRegistry.list().map((tool) => tool.name));
+    // Runs publish their steps through the feed, so that lists can follow every run's changes.
+    const runFeed = new RunFeedBus(bus);
     const runs = new RunService(
       dataSource,
       core.configurations,
@@ -127,7 +130,7 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
       core.skills,
       core.releases,
       toolRegistry,
-      bus,
+      runFeed,
       logger,
       {
         watcherQueueSize: 256,
@@ -139,7 +142,7 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
         ...options.runs,
       },
     );
-    services = { ...core, runs, mcp: mcp.service };
+    services = { ...core, runs, runFeed, mcp: mcp.service };
     operations.metrics.countOpenRunsWith(() => runs.store.countOpen());
 
     const generated = await core.tokens.bootstrap(config.adminToken);

@@ -12,6 +12,7 @@ import type { Logger } from './logger';
 import type { McpService } from './mcp/mcp.service';
 import { ModelService } from './providers/model.service';
 import type { PromptEventBus } from './prompt-history/prompt-event-bus';
+import type { RunFeedBus } from './runs/run-feed';
 import { PromptHistoryService } from './prompt-history/prompt-history.service';
 import { PromptLibraryCache } from './prompt-history/prompt-library';
 import { VersionPins } from './prompt-history/version-pins';
@@ -49,10 +50,12 @@ export interface Services {
   /** Sends the outbox (started and stopped by the server). */
   webhookDispatcher: WebhookDispatcher;
   runs: RunService;
+  /** Which runs changed, on every instance (runUpdated). */
+  runFeed: RunFeedBus;
   mcp: McpService;
 }
 
-export type CoreServices = Omit<Services, 'runs' | 'mcp'>;
+export type CoreServices = Omit<Services, 'runs' | 'runFeed' | 'mcp'>;
 
 export function createCoreServices(
   dataSource: DataSource,

@@ -7,10 +7,15 @@ import { EMBEDDED_LIST } from '../graphql/query-limits';
 import { JSONScalar } from '../graphql/scalars';
 import { ConfigurationRelease, ReleasedSnippet, toConfigurationRelease, toReleasedSnippet } from '../releases/release.types';
 import { redactSecretsInJson } from '../providers/adapters/errors';
-import { SubscriberLaggedError, UnauthenticatedError } from '../shared/errors';
+import { eventStream } from '../prompt-history/event-stream';
+import { NotFoundError, SubscriberLaggedError, UnauthenticatedError } from '../shared/errors';
+import type { RunChanged } from './run-feed';
 import type { RunDelta as EngineDelta } from './engine/run-step';
 import { AgentRun, RunDelta, RunStep, StartRunInput, ToolDecisionInput, ToolInfo, toAgentRun, toRunStep } from './run.types';
 import type { StoredStep } from './trace-bus';
+
+/** Changes a runUpdated subscriber may have waiting; the oldest are dropped beyond (a list reloads anyway when it falls behind). */
+const RUN_FEED_BUFFER = 256;
 
 interface TraceArgs {
   runId: string;
@@ -131,6 +136,22 @@ export class RunResolver {
     @Arg('afterSequence', () => Int, { nullable: true, defaultValue: 0 }) _afterSequence: number | null,
   ): RunStep {
     return toRunStep(unwrap(payload));
+  }
+
+  @Authorized(Role.VIEWER)
+  @Subscription(() => AgentRun, {
+    description:
+      'Every run whose row changes from now on, on any instance: started, waiting for approval, going on after a decision, ended (with its final figures). For lists that update live; load the list once, then apply these.',
+    subscribe: ({ context }: SubscribeResolverData<unknown, Record<string, never>, GraphQLContext>) => {
+      requireCaller(context);
+      // The feed's message object is shared by every subscriber of this process, so identical subscriptions load the run once.
+      return eventStream<RunChanged>((push) => context.services.runFeed.onRunChanged(push), RUN_FEED_BUFFER);
+    },
+  })
+  async runUpdated(@Root() changed: RunChanged, @Ctx() { services }: GraphQLContext): Promise<AgentRun> {
+    const view = await services.runs.get(changed.runId);
+    if (!view) throw new NotFoundError(`Run "${changed.runId}" is gone`, 'runId');
+    return toAgentRun(view);
   }
 
   @Subscription(() => RunDelta, {

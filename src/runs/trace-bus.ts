@@ -23,6 +23,8 @@ export type BusMessage =
   | { type: 'delta'; delta: RunDelta }
   /** Asks whichever instance executes the run to abort it. */
   | { type: 'cancel' }
+  /** On the run feed's channel: a run's row changed (see run-feed). */
+  | { type: 'run-changed'; runId: string }
   /**
    * Local only, never published: the bus was disconnected and is back, so
    * messages published meanwhile are lost. Watchers read the table.

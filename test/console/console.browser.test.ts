@@ -228,14 +228,22 @@ describeInChromium('the console in Chromium', () => {
     await page.close();
   });
 
-  it('the runs list shows a new run and its end without a reload', async () => {
+  it('the runs list shows a new run and its end without a reload, from the runUpdated subscription (the list is loaded once)', async () => {
     const { page, errors } = await openPage(browser, base, viewer);
+    const listLoads: string[] = [];
+    page.on('request', (request) => {
+      if (request.method() === 'POST' && /\bruns\(/.test(request.postData() ?? '')) listLoads.push(request.url());
+    });
     await page.goto(`${base}/runs`);
-    await page.waitForSelector('table.runs');
+    // Loaded: the table, or the empty list's text.
+    await page.waitForSelector('table.runs, [data-runs-empty]');
     const id = await startRun({ configuration: 'slow-demo', prompt: 'A few words, slowly.' });
     await page.waitForSelector(`[data-run-id="${id}"]`, { state: 'attached' });
     await page.waitForSelector(`[data-run-id="${id}"][data-status="COMPLETED"]`, { timeout: 20_000 });
     expect(await page.$$eval('[data-run-id]', (rows) => rows[0]?.getAttribute('data-run-id'))).toBe(id);
+    // Loaded when the page opened (and again only if its socket reconnected): no polling.
+    expect(listLoads.length).toBeGreaterThanOrEqual(1);
+    expect(listLoads.length).toBeLessThanOrEqual(2);
     expect(errors).toEqual([]);
     await page.close();
   });

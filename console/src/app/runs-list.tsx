@@ -1,36 +1,68 @@
+import { createClient } from 'graphql-ws';
 import { useEffect, useState } from 'react';
-import { RunsDocument, type RunsQuery } from '../../../src/client';
-import { FINISHED_STATUSES, formatCost, formatDuration, formatTime, formatTokens, runDurationMs } from '../shared/format';
-import { request } from '../shared/session';
+import { RunsDocument, RunUpdatedDocument, type RunsQuery, type RunUpdatedSubscription } from '../../../src/client';
+import { formatCost, formatDuration, formatTime, formatTokens, runDurationMs } from '../shared/format';
+import { readToken, request, webSocketUrl } from '../shared/session';
 
-/** How often the list asks again, in ms, while any run is unfinished (slower when all are). */
-const ACTIVE_REFRESH_MS = 1000;
-const IDLE_REFRESH_MS = 3000;
+/** Rows the list shows. */
+const LIST_SIZE = 100;
 
+type RunRow = RunsQuery['runs'][number];
+
+/** The list with `run` put in: replaced where it is, else added in creation order (newest first). */
+export function withRun(runs: readonly RunRow[], run: RunRow): RunRow[] {
+  const index = runs.findIndex((other) => other.id === run.id);
+  if (index >= 0) return runs.map((other, i) => (i === index ? run : other));
+  const next = [run, ...runs].sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
+  return next.slice(0, LIST_SIZE);
+}
+
+/**
+ * The runs, newest first: loaded once, then kept current by the `runUpdated`
+ * subscription (a run started, waiting for approval, going on, ended, on any
+ * instance). Whenever the socket (re)connects the list is loaded again, so a
+ * change made while it was away is not missed.
+ */
 export function RunsList() {
-  const [runs, setRuns] = useState<RunsQuery['runs'] | null>(null);
+  const [runs, setRuns] = useState<RunRow[] | null>(null);
   const [problem, setProblem] = useState<string | null>(null);
 
   useEffect(() => {
     let stopped = false;
-    let timer: ReturnType<typeof setTimeout> | undefined;
     const load = async () => {
-      let active = false;
       try {
-        const data = await request(RunsDocument, { limit: 100 });
+        const data = await request(RunsDocument, { limit: LIST_SIZE });
         if (stopped) return;
         setRuns(data.runs);
         setProblem(null);
-        active = data.runs.some((run) => !FINISHED_STATUSES.has(run.status));
       } catch (error) {
         if (!stopped) setProblem((error as Error).message);
       }
-      if (!stopped) timer = setTimeout(load, document.hidden ? IDLE_REFRESH_MS * 3 : active ? ACTIVE_REFRESH_MS : IDLE_REFRESH_MS);
     };
-    void load();
+    const client = createClient({
+      url: webSocketUrl(),
+      connectionParams: { authorization: `Bearer ${readToken() ?? ''}` },
+      retryAttempts: Number.POSITIVE_INFINITY,
+      shouldRetry: () => true,
+      on: { connected: () => void load() },
+    });
+    const unsubscribe = client.subscribe<RunUpdatedSubscription>(
+      { query: RunUpdatedDocument.toString() },
+      {
+        next: (result) => {
+          const run = result.data?.runUpdated;
+          if (run) setRuns((current) => (current ? withRun(current, run) : current));
+        },
+        error: (error) => {
+          if (!stopped) setProblem(error instanceof Error ? error.message : 'The live updates stopped; reload the page.');
+        },
+        complete: () => undefined,
+      },
+    );
     return () => {
       stopped = true;
-      clearTimeout(timer);
+      unsubscribe();
+      void client.dispose();
     };
   }, []);
 
@@ -46,7 +78,7 @@ export function RunsList() {
       {runs === null ? (
         <p className="muted">Loading…</p>
       ) : runs.length === 0 ? (
-        <p className="muted">
+        <p className="muted" data-runs-empty>
           No runs yet. <a href="/runs/new">Start one</a>.
         </p>
       ) : (

@@ -164,6 +164,11 @@ export type RunDeltasSubscriptionVariables = Exact<{
 
 export type RunDeltasSubscription = { runDeltas: { kind: string, text: string, round: number } };
 
+export type RunUpdatedSubscriptionVariables = Exact<{ [key: string]: never; }>;
+
+
+export type RunUpdatedSubscription = { runUpdated: { id: string, status: RunStatus, terminationReason: string | null, dryRun: boolean, configurationIdentifier: string | null, iterations: number, truncated: boolean, finalContent: string | null, promptTokens: number, completionTokens: number, totalTokens: number, estimatedCost: number | null, error: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null } };
+
 export class TypedDocumentString<TResult, TVariables>
   extends String
   implements DocumentTypeDecoration<TResult, TVariables>
@@ -586,3 +591,27 @@ export const RunDeltasDocument = new TypedDocumentString(`
   }
 }
     `) as unknown as TypedDocumentString<RunDeltasSubscription, RunDeltasSubscriptionVariables>;
+export const RunUpdatedDocument = new TypedDocumentString(`
+    subscription RunUpdated {
+  runUpdated {
+    ...RunSummaryFields
+  }
+}
+    fragment RunSummaryFields on AgentRun {
+  id
+  status
+  terminationReason
+  dryRun
+  configurationIdentifier
+  iterations
+  truncated
+  finalContent
+  promptTokens
+  completionTokens
+  totalTokens
+  estimatedCost
+  error
+  createdAt
+  startedAt
+  finishedAt
+}`) as unknown as TypedDocumentString<RunUpdatedSubscription, RunUpdatedSubscriptionVariables>;
