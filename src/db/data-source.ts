@@ -10,6 +10,7 @@ import { DataSource, type DataSourceOptions, type EntityManager, type MixedList 
 import type { DatabaseConfig } from '../config';
 import { DatabaseBusyError, isDatabaseBusy } from '../shared/errors';
 import { KeyedMutex } from '../shared/keyed-mutex';
+import { registerSqliteTagFunction } from '../snippets/tag-match-sql';
 import { isMediumTextColumn } from './columns';
 import { allEntities } from './entities';
 import { mysqlOwnMigrations, mysqlTypo3Migrations } from './migrations/mysql';
@@ -65,10 +66,12 @@ export async function createDataSource(setup: DataSourceSetup): Promise<{ dataSo
       type: 'better-sqlite3',
       database: database.file,
       enableWAL: database.file !== ':memory:',
-      prepareDatabase: (db: { pragma(sql: string): unknown }) => {
+      prepareDatabase: (db: { pragma(sql: string): unknown } & Parameters<typeof registerSqliteTagFunction>[0]) => {
         // The longest one statement may block the event loop waiting for another process's write (see takeSqliteWriteLock).
         db.pragma(`busy_timeout = ${setup.sqliteBusyTimeoutMs ?? 100}`);
         db.pragma('synchronous = NORMAL');
+        // Tag filters in SQL call the tag rules themselves (tag-match-sql.ts).
+        registerSqliteTagFunction(db);
       },
       entities: allEntities,
       migrations: migrationsFor('sqlite', schemaMode),

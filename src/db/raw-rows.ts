@@ -176,3 +176,33 @@ export async function getPreparedEntityRows<T extends ObjectLiteral>(
     joined: others.map(({ uid, map }) => (row[uid] === null || row[uid] === undefined ? null : map(row))),
   }));
 }
+
+/**
+ * Rows of a query built per call (a filtered keyset page), with its LEFT
+ * JOINed entities like `getPreparedEntityRows`, and the raw values of the
+ * result columns `keys` (`s_sorting`, `s_uid` …) as the database returned
+ * them, before any transformer: a page's position in its list.
+ */
+export async function getEntityRowsWithKeys<T extends ObjectLiteral>(
+  dataSource: DataSource,
+  query: SelectQueryBuilder<T>,
+  joined: readonly string[],
+  keys: readonly string[],
+): Promise<{ main: T; joined: (ObjectLiteral | null)[]; key: unknown[] }[]> {
+  const [sql, parameters] = query.getQueryAndParameters();
+  const { columns, rows } = await selectArrays(dataSource, sql, parameters);
+  if (rows.length === 0) return [];
+  const generic = query as SelectQueryBuilder<ObjectLiteral>;
+  const main = arrayMapperFor<T>(dataSource, generic, query.alias, columns);
+  const others = joined.map((alias) => ({ uid: columns.indexOf(`${alias}_uid`), map: arrayMapperFor<ObjectLiteral>(dataSource, generic, alias, columns) }));
+  const keyIndexes = keys.map((key) => {
+    const index = columns.indexOf(key);
+    if (index < 0) throw new Error(`The query has no column ${key}`);
+    return index;
+  });
+  return rows.map((row) => ({
+    main: main(row),
+    joined: others.map(({ uid, map }) => (row[uid] === null || row[uid] === undefined ? null : map(row))),
+    key: keyIndexes.map((index) => row[index]),
+  }));
+}

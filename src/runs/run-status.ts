@@ -7,7 +7,7 @@
  * newer nr_llm may add states): reading never fails.
  */
 import type { ValueTransformer } from 'typeorm';
-import { OPEN_RUN_STATES, type RunState } from './engine/run-machine';
+import { OPEN_RUN_STATES, RUN_STATES, type RunState } from './engine/run-machine';
 
 export type RunStatus = RunState;
 
@@ -56,6 +56,23 @@ export function publicRunStatus(value: string): RunStatus {
     default:
       return 'FAILED';
   }
+}
+
+/** Every stored value (as `readRunStatus` reads it) the service knows: its own states and nr_llm's `WAITING_FOR_INPUT`. */
+export const KNOWN_READ_STATUSES: readonly string[] = [...RUN_STATES, 'WAITING_FOR_INPUT'];
+
+/**
+ * Which read values the API shows as one of `statuses`, derived from
+ * `publicRunStatus` so a filter finds a run exactly when the run shows one of
+ * them: the known values that map to them, and whether any unknown value does
+ * (those show as FAILED).
+ */
+export function readStatusesShownAs(statuses: readonly RunStatus[]): { values: string[]; unknownToo: boolean } {
+  const wanted = new Set<string>(statuses);
+  return {
+    values: KNOWN_READ_STATUSES.filter((value) => wanted.has(publicRunStatus(value))),
+    unknownToo: wanted.has(publicRunStatus('')),
+  };
 }
 
 export const runStatusTransformer: ValueTransformer = {

@@ -1,0 +1,30 @@
+/**
+ * Filter conditions shared by the lists of the editable tables, written so
+ * that a row reads through the filter as the API shows it.
+ */
+import type { Dialect } from './data-source';
+import type { SqlCondition } from './keyset';
+
+/**
+ * A tinyint switch (`is_active`, `hidden`) is on when it holds anything but
+ * 0, as `flagTransformer` reads it. SQLite may hold text in the column (a row
+ * written by hand): it is cast the way the transformer's `Number()` reads it,
+ * so `'abc'` is off there too.
+ */
+export function flagCondition(dialect: Dialect, column: string, on: boolean): string {
+  const value = dialect === 'sqlite' ? `COALESCE(CAST(${column} AS REAL), 0)` : `COALESCE(${column}, 0)`;
+  return on ? `${value} <> 0` : `${value} = 0`;
+}
+
+/**
+ * `search` found, case-insensitively, in any of the text `columns` (NULL
+ * reads as ''). `!` escapes LIKE's wildcards: a backslash would need
+ * different quoting in MySQL and SQLite.
+ */
+export function searchCondition(columns: readonly string[], search: string, parameter: string): SqlCondition {
+  const pattern = `%${search.toLowerCase().replace(/[!%_]/g, (character) => `!${character}`)}%`;
+  return {
+    sql: `(${columns.map((column) => `LOWER(COALESCE(${column}, '')) LIKE :${parameter} ESCAPE '!'`).join(' OR ')})`,
+    parameters: { [parameter]: pattern },
+  };
+}
