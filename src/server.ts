@@ -149,6 +149,7 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
     if (generated) options.onBootstrapToken?.(generated);
     if (config.seedExamples && (await seedExamples(services))) logger.info('seeded the example data set into the empty database');
     await runs.recoverInterrupted();
+    await runs.expireApprovals();
     runs.startHousekeeping();
     detector.start();
     core.webhookDispatcher.start();

@@ -14,6 +14,7 @@ import { AgentRunEntity } from '../runs/agent-run.entity';
 import { RunLeaseEntity } from '../runs/run-lease.entity';
 import { RunProvenanceEntity } from '../runs/run-provenance.entity';
 import { RunRequestEntity } from '../runs/run-request.entity';
+import { RunApprovalDeadlineEntity } from '../runs/run-approval-deadline.entity';
 import { SkillEntity } from '../skills/skill.entity';
 import { PromptSnippetEntity } from '../snippets/snippet.entity';
 import { WebhookDeliveryEntity, WebhookEntity } from '../webhooks/webhook.entity';
@@ -33,6 +34,6 @@ export const typo3Entities = [
 ];
 
 /** The service's own tables (`promptwire_*`). */
-export const ownEntities = [ApiTokenEntity, ModelPriceEntity, RunLeaseEntity, RunRequestEntity, PromptVersionEntity, McpCredentialEntity, WebhookEntity, WebhookDeliveryEntity, ConfigurationReleaseEntity, RunProvenanceEntity];
+export const ownEntities = [ApiTokenEntity, ModelPriceEntity, RunLeaseEntity, RunRequestEntity, RunApprovalDeadlineEntity, PromptVersionEntity, McpCredentialEntity, WebhookEntity, WebhookDeliveryEntity, ConfigurationReleaseEntity, RunProvenanceEntity];
 
 export const allEntities = [...typo3Entities, ...ownEntities];

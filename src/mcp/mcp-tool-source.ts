@@ -2,8 +2,10 @@
  * The imported MCP tools as tools a run can offer.
  *
  * A run offers one only when its server is enabled and the run names it
- * (they are never enabled by default). Each run gets its own registrations,
- * sharing one budget of remote calls. A call's arguments have passed the
+ * (they are never enabled by default). Each run gets its own registrations;
+ * its budget of remote calls is counted from its stored steps (TOOL steps
+ * marked as remote calls), so an approval pause or a takeover does not
+ * reset it. A call's arguments have passed the
  * tool's schema before `execute` runs (the registry checks them); the call
  * is then charged to the budget, made with the run's cancellation signal and
  * the request time limit, and any failure (unreachable server, timeout, an
@@ -49,7 +51,8 @@ export class McpToolSource implements ExternalToolSource {
   }
 
   async toolsForRun(): Promise<ExternalTool[]> {
-    const budget = new RemoteCallBudget(this.callsPerRun);
+    // Calls made through these registrations, for callers that do not say how many the run made (outside a run's loop).
+    let madeHere = 0;
     // Where and how to connect is read once per run and server (the credential is a database read and a decryption).
     const endpoints = new Map<number, ReturnType<McpService['endpointFor']>>();
     const endpointOf = (server: McpServerEntity) => {
@@ -70,10 +73,14 @@ export class McpToolSource implements ExternalToolSource {
         enabledByDefault: false,
         requiresApproval: server.requiresApproval,
         execute: async (args, context) => {
+          // The run's count comes from its stored steps, so it survives an approval pause and a takeover.
+          const budget = new RemoteCallBudget(this.callsPerRun, context.remoteCallsMade ?? madeHere);
           if (!budget.tryConsume()) {
             // ToolInputError's message reaches the model after "Error: ".
             throw new ToolInputError(budgetExhaustedMessage(budget.limit, tool.toolName).slice('Error: '.length));
           }
+          madeHere += 1;
+          context.countRemoteCall?.();
           const endpoint = await endpointOf(server);
           if (typeof endpoint === 'string') throw new Error(`MCP server "${server.identifier}" cannot be used: ${endpoint}`);
           // A signal per call: the SDK leaves its listener on the signal it is given, and a run makes up to 20 calls.

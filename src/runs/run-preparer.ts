@@ -46,6 +46,8 @@ export interface StartRunRequest {
   maxTotalTokens?: number | null;
   /** Budget in US dollars, same rule. */
   maxCost?: number | null;
+  /** Seconds a run waits for a decision before its pending calls are refused as not approved. */
+  approvalTimeoutSeconds?: number | null;
   /** Run the configuration's release with this label instead of its current state. */
   label?: string | null;
   /**
@@ -83,6 +85,9 @@ export interface RunPreparerOptions {
   externalTools?: ExternalToolSource;
 }
 
+/** The longest a run may wait for a decision: 30 days. */
+export const MAX_APPROVAL_TIMEOUT_SECONDS = 2_592_000;
+
 export class RunPreparer {
   constructor(
     private readonly configurations: ConfigurationService,
@@ -116,6 +121,9 @@ export class RunPreparer {
     }
     if (request.maxCost != null && (!Number.isFinite(request.maxCost) || request.maxCost <= 0)) {
       throw new BadUserInputError('maxCost must be a number of US dollars above 0', 'maxCost');
+    }
+    if (request.approvalTimeoutSeconds != null && (!Number.isInteger(request.approvalTimeoutSeconds) || request.approvalTimeoutSeconds < 1 || request.approvalTimeoutSeconds > MAX_APPROVAL_TIMEOUT_SECONDS)) {
+      throw new BadUserInputError(`approvalTimeoutSeconds must be a whole number of seconds from 1 to ${MAX_APPROVAL_TIMEOUT_SECONDS} (30 days)`, 'approvalTimeoutSeconds');
     }
     if (request.label != null) {
       const label = checkLabel(request.label);
@@ -217,6 +225,7 @@ export class RunPreparer {
         // Streaming is the default: watchers see output as it is written.
         stream: request.stream !== false,
         approvalRequired: request.approvalRequired ?? [],
+        approvalTimeoutSeconds: request.approvalTimeoutSeconds ?? null,
         budget: { maxTotalTokens: request.maxTotalTokens ?? null, maxCost: request.maxCost ?? null },
       },
     };

@@ -9,6 +9,7 @@ import { AgentRunEntity } from './agent-run.entity';
 import { RunLeaseEntity } from './run-lease.entity';
 import { RunProvenanceEntity } from './run-provenance.entity';
 import { RunRequestEntity } from './run-request.entity';
+import { RunApprovalDeadlineEntity } from './run-approval-deadline.entity';
 import type { ReleasedRecord } from '../releases/release-rules';
 import type { ApprovalStep, EndStep, RequestedToolCall, RunStep } from './engine/run-step';
 import type { StoredStep } from './trace-bus';
@@ -158,17 +159,24 @@ export class RunStore {
   /**
    * Stores one step. The END step also closes the run row, in the same
    * transaction, so a reader never sees an END without the final status.
+   * `suspendedState`: with the APPROVAL step that makes the run wait, what
+   * TYPO3 reads from `suspended_state` (see `engine/suspended-state.ts`).
    */
-  async appendStep(runUid: number, sequence: number, step: RunStep): Promise<StoredStep> {
+  async appendStep(runUid: number, sequence: number, step: RunStep, extras: { suspendedState?: string } = {}): Promise<StoredStep> {
     const { kind, round, durationMs, ...payload } = step;
     const event = { run: runUid, sequence, kind, round, durationMs: Math.round(durationMs * 100) / 100, payload: JSON.stringify(payload), crdate: unixNow() };
     // updateEntity(false): TypeORM would otherwise read every inserted row back (a SELECT per step on SQLite).
     if (kind === 'approval' && (step as ApprovalStep).pendingToolCalls) {
-      // The run waits for a person, holding nothing: status and step together, and no lease.
+      // The run waits for a person, holding nothing: status, step and deadline together, and no lease.
+      const deadlineAt = (step as ApprovalStep).deadlineAt;
       await this.dataSource.transaction(async (manager) => {
         await manager.createQueryBuilder().insert().into(AgentRunEventEntity).values(event).updateEntity(false).execute();
-        await manager.update(AgentRunEntity, { uid: runUid }, { status: 'WAITING_FOR_APPROVAL', tstamp: unixNow() });
+        await manager.update(AgentRunEntity, { uid: runUid }, { status: 'WAITING_FOR_APPROVAL', suspendedState: extras.suspendedState ?? '', tstamp: unixNow() });
         await manager.delete(RunLeaseEntity, { runUid });
+        await manager.delete(RunApprovalDeadlineEntity, { runUid });
+        if (typeof deadlineAt === 'number') {
+          await manager.createQueryBuilder().insert().into(RunApprovalDeadlineEntity).values({ runUid, deadlineAt }).updateEntity(false).execute();
+        }
       });
     } else if (kind !== 'end') {
       await this.dataSource.createQueryBuilder().insert().into(AgentRunEventEntity).values(event).updateEntity(false).execute();
@@ -177,6 +185,7 @@ export class RunStore {
         await manager.createQueryBuilder().insert().into(AgentRunEventEntity).values(event).updateEntity(false).execute();
         await manager.update(AgentRunEntity, { uid: runUid }, runRowFromEnd(step));
         await manager.delete(RunLeaseEntity, { runUid });
+        await manager.delete(RunApprovalDeadlineEntity, { runUid });
         await this.runEnded(manager, runUid, step);
       });
     }
@@ -184,18 +193,20 @@ export class RunStore {
   }
 
   /**
-   * Closes a run from outside its loop (interrupted, internal error). The
-   * status changes only if the run is still open, so two instances can never
-   * both write an END; returns whether this call closed it.
+   * Closes a run from outside its loop (interrupted, internal error, a
+   * waiting run cancelled). The status changes only if the run is still in
+   * one of `statuses` (default: open), so two instances can never both write
+   * an END, and a waiting run that someone resumed meanwhile is not closed
+   * under its new driver; returns whether this call closed it.
    */
-  async closeIfOpen(runUid: number, sequence: number, end: EndStep): Promise<StoredStep | null> {
+  async closeIfOpen(runUid: number, sequence: number, end: EndStep, statuses: readonly string[] = OPEN): Promise<StoredStep | null> {
     const { kind, round, durationMs, ...payload } = end;
     return this.dataSource.transaction(async (manager) => {
       const result = await manager
         .createQueryBuilder()
         .update(AgentRunEntity)
         .set(runRowFromEnd(end))
-        .where('uid = :runUid AND status IN (:...open)', { runUid, open: OPEN })
+        .where('uid = :runUid AND status IN (:...statuses)', { runUid, statuses: [...statuses] })
         .execute();
       if (!result.affected) return null;
       await manager
@@ -206,6 +217,7 @@ export class RunStore {
         .updateEntity(false)
         .execute();
       await manager.delete(RunLeaseEntity, { runUid });
+      await manager.delete(RunApprovalDeadlineEntity, { runUid });
       await this.runEnded(manager, runUid, end);
       return { ...payload, sequence, kind, round, durationMs };
     });
@@ -214,20 +226,29 @@ export class RunStore {
   /**
    * Stores the decisions on a waiting run's calls and takes the run back up,
    * in one transaction: only a run still WAITING_FOR_APPROVAL changes (two
-   * people deciding at once: the second gets null), and the deciding
-   * instance holds its lease from then on.
+   * people deciding at once, or a person and the timeout: the second gets
+   * null), and the deciding instance holds its lease from then on.
+   * `expiredBy` (unix seconds): the timeout's decisions, stored only if the
+   * run's deadline has passed by then (a wait that ended and began again
+   * meanwhile has a new deadline, or none).
    */
-  async resumeWithDecisions(runUid: number, sequence: number, step: ApprovalStep, instanceId: string): Promise<StoredStep | null> {
+  async resumeWithDecisions(runUid: number, sequence: number, step: ApprovalStep, instanceId: string, expiredBy: number | null = null): Promise<StoredStep | null> {
     const { kind, round, durationMs, ...payload } = step;
-    return this.dataSource.transaction(async (manager) => {
+    return this.dataSource.transaction(async (manager): Promise<StoredStep | null> => {
       const now = unixNow();
+      // Every path that ends a wait locks the run row first, then its deadline: no two of them can deadlock.
       const result = await manager
         .createQueryBuilder()
         .update(AgentRunEntity)
-        .set({ status: 'RUNNING', tstamp: now })
+        .set({ status: 'RUNNING', suspendedState: '', tstamp: now })
         .where('uid = :runUid AND status IN (:...waiting)', { runUid, waiting: storedSpellings('WAITING_FOR_APPROVAL') })
         .execute();
       if (!result.affected) return null;
+      const deadline = manager.createQueryBuilder().delete().from(RunApprovalDeadlineEntity).where('run_uid = :runUid', { runUid });
+      if (expiredBy !== null) deadline.andWhere('deadline_at <= :expiredBy', { expiredBy });
+      const removed = await deadline.execute();
+      // The run waits on a deadline that has not passed (it was decided and waits again): leave it waiting.
+      if (expiredBy !== null && !removed.affected) throw new WaitNotExpired();
       await manager
         .createQueryBuilder()
         .insert()
@@ -238,7 +259,33 @@ export class RunStore {
       await manager.delete(RunLeaseEntity, { runUid });
       await manager.createQueryBuilder().insert().into(RunLeaseEntity).values({ runUid, instanceId, heartbeatAt: now }).updateEntity(false).execute();
       return { ...payload, sequence, kind, round, durationMs };
+    }).catch((error: unknown) => {
+      if (error instanceof WaitNotExpired) return null;
+      throw error;
     });
+  }
+
+  /**
+   * Runs of this service waiting for approval whose deadline has passed by
+   * `now` (unix seconds), oldest deadline first.
+   */
+  async expiredApprovals(now: number, limit = 100): Promise<AgentRunEntity[]> {
+    return this.dataSource
+      .getRepository(AgentRunEntity)
+      .createQueryBuilder('r')
+      .innerJoin(RunApprovalDeadlineEntity, 'd', 'd.run_uid = r.uid')
+      .where('r.status IN (:...waiting)', { waiting: storedSpellings('WAITING_FOR_APPROVAL') })
+      .andWhere('r.claimed_by = :owner', { owner: RUN_OWNER_MARK })
+      .andWhere('d.deadline_at <= :now', { now })
+      .orderBy('d.deadline_at', 'ASC')
+      .limit(limit)
+      .getMany();
+  }
+
+  /** When a waiting run's wait ends undecided (unix seconds); null without a timeout. */
+  async approvalDeadlineOf(runUid: number): Promise<number | null> {
+    const row = await this.dataSource.getRepository(RunApprovalDeadlineEntity).findOne({ where: { runUid } });
+    return row ? Number(row.deadlineAt) : null;
   }
 
   /** What a run was started with; null for runs stored before requests were kept, or by other programs. */
@@ -368,8 +415,8 @@ export class RunStore {
     return counts;
   }
 
-  /** The calls of a waiting run: those of its last APPROVAL step that asked for decisions. */
-  async pendingToolCalls(runUid: number): Promise<RequestedToolCall[]> {
+  /** The calls of a waiting run, and when its wait ends undecided: from its last APPROVAL step that asked for decisions. */
+  async pendingApproval(runUid: number): Promise<{ calls: RequestedToolCall[]; deadlineAt: number | null }> {
     const row = await this.dataSource
       .getRepository(AgentRunEventEntity)
       .createQueryBuilder('e')
@@ -378,7 +425,8 @@ export class RunStore {
       .limit(1)
       .getOne();
     const step = row ? toStoredStep(row) : null;
-    return Array.isArray(step?.pendingToolCalls) ? (step.pendingToolCalls as RequestedToolCall[]) : [];
+    if (!Array.isArray(step?.pendingToolCalls)) return { calls: [], deadlineAt: null };
+    return { calls: step.pendingToolCalls as RequestedToolCall[], deadlineAt: typeof step.deadlineAt === 'number' ? step.deadlineAt : null };
   }
 
   async lastSequence(runUid: number): Promise<number> {
@@ -394,6 +442,9 @@ export class RunStore {
 }
 
 class ClaimLost extends Error {}
+
+/** Rolls back a timeout whose run waits on a newer deadline. */
+class WaitNotExpired extends Error {}
 
 function runRowFromEnd(step: EndStep): Partial<AgentRunEntity> {
   const now = unixNow();

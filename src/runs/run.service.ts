@@ -16,8 +16,10 @@ import type { ReleaseService } from '../releases/release.service';
 import type { SkillService } from '../skills/skill.service';
 import type { SnippetService } from '../snippets/snippet.service';
 import type { AgentRunEntity } from './agent-run.entity';
-import { INTERNAL_ERROR_MESSAGE, clampMaxRounds, driveRun, type AgentLoopInput } from './engine/agent-loop';
-import { isOpenRunState, rebuildProgress } from './engine/run-machine';
+import { INTERNAL_ERROR_MESSAGE, clampMaxRounds, driveRun, type AgentLoopInput, type StepExtras } from './engine/agent-loop';
+import { approvalTimeoutStep, isOpenRunState, rebuildProgress, type RunProgress } from './engine/run-machine';
+import { storedSpellings } from './run-status';
+import { unixNow } from '../shared/time';
 import type { ApprovalStep, EndStep, RequestedToolCall, RunDelta, RunStep } from './engine/run-step';
 import { BoundedQueue } from './bounded-queue';
 import { RunPreparer, type PreparedRun, type StartRunRequest, type StoredRunRequest } from './run-preparer';
@@ -36,6 +38,8 @@ export interface RunView {
   error: string | null;
   /** The calls waiting for a decision; [] unless the run waits for approval. */
   pendingToolCalls: RequestedToolCall[];
+  /** When the wait ends undecided (unix seconds); null without a timeout or when not waiting. */
+  approvalDeadline?: number | null;
   /**
    * The END step's cost: exact, and null for an unpriced model. The run row's
    * `decimal(10,6) NOT NULL` column holds it clamped, and 0 for unpriced.
@@ -189,11 +193,11 @@ export class RunService {
     // Let startRun answer before the first step is written.
     await new Promise((resolve) => setImmediate(resolve));
     let sequence = lastSequence;
-    const recordStep = async (step: RunStep): Promise<void> => {
+    const recordStep = async (step: RunStep, extras?: StepExtras): Promise<void> => {
       // Persist, then publish: a watcher that arrives late reads what it missed from the table.
       // The sequence number advances only once the step is stored, so a failed write leaves no gap.
       const handedOverAt = observation ? preciseNow() : 0;
-      const stored = await this.storeStep(row, sequence + 1, step);
+      const stored = await this.storeStep(row, sequence + 1, step, extras);
       sequence = stored.sequence;
       this.bus.publish(row.uuid, { type: 'step', step: stored });
       // The step as stored: the loop's own, or the small FAILED END that replaced one that could not be stored.
@@ -234,7 +238,7 @@ export class RunService {
     const stored = await this.storedRequest(row);
     if (!stored) throw new ConflictError('The run cannot go on: what it was started with is not stored', 'runId');
     const progress = rebuildProgress(steps as unknown as RunStep[], { maxRounds: clampMaxRounds(stored.request.maxRounds) });
-    const pending = progress.openTurn?.approval?.decisions === null ? progress.openTurn.approval.pending : [];
+    const pending = pendingCallsOf(progress);
     if (pending.length === 0) throw new ConflictError('The run has no pending tool calls', 'runId');
     const byId = new Map<string, ToolDecisionRequest>();
     for (const decision of decisions) {
@@ -263,6 +267,41 @@ export class RunService {
     const current = (await this.store.findRun(uuid)) ?? row;
     await this.goOn(current, stored, [...steps, decided], false);
     return this.view(current);
+  }
+
+  /**
+   * Waiting runs whose approval timeout has passed (on this instance or any
+   * other, before or after a restart) get an APPROVAL step refusing every
+   * pending call as not approved, and go on in this instance. Race-free with
+   * a person deciding and with other instances' housekeeping: the step is
+   * stored only while the run still waits on that same deadline, so exactly
+   * one of them takes the run back up. Returns how many runs timed out here.
+   */
+  async expireApprovals(): Promise<number> {
+    const now = unixNow();
+    let handled = 0;
+    for (const row of await this.store.expiredApprovals(now)) {
+      if (this.active.has(row.uuid)) continue;
+      const stored = await this.storedRequest(row);
+      const steps = await this.store.stepsAfter(row.uid, 0);
+      const last = steps[steps.length - 1]?.sequence ?? 0;
+      const progress = stored ? rebuildProgress(steps as unknown as RunStep[], { maxRounds: clampMaxRounds(stored.request.maxRounds) }) : null;
+      const pending = progress ? pendingCallsOf(progress) : [];
+      if (!stored || !progress || pending.length === 0) {
+        // Nothing to go on from: it ends as a run that cannot be resumed does.
+        await this.closeOutsideLoop(row, last, 'FAILED', 'interrupted', 'The run waited for approval, but cannot go on: what it was started with is not stored.', storedSpellings('WAITING_FOR_APPROVAL'));
+        continue;
+      }
+      const step = approvalTimeoutStep(pending, progress.round, stored.request.approvalTimeoutSeconds ?? null);
+      const decided = await this.store.resumeWithDecisions(row.uid, last + 1, step, this.instanceId, now);
+      if (!decided) continue;
+      this.bus.publish(row.uuid, { type: 'step', step: decided });
+      this.logger.info({ runId: row.uuid, pending: pending.length }, 'approval timed out; the pending calls are refused');
+      handled += 1;
+      const current = (await this.store.findRun(row.uuid)) ?? row;
+      await this.goOn(current, stored, [...steps, decided], false);
+    }
+    return handled;
   }
 
   /** Prepares a run again from its stored request and drives it on from `steps`; a run that cannot be prepared any more ends FAILED. */
@@ -296,9 +335,9 @@ export class RunService {
    * When even that fails, the run's lease is no longer renewed and
    * housekeeping closes the run once the database answers again.
    */
-  private async storeStep(row: AgentRunEntity, sequence: number, step: RunStep): Promise<StoredStep> {
+  private async storeStep(row: AgentRunEntity, sequence: number, step: RunStep, extras?: StepExtras): Promise<StoredStep> {
     try {
-      return await this.withStoreRetries(row, `store step ${sequence}`, () => this.appendStepOnce(row.uid, sequence, step));
+      return await this.withStoreRetries(row, `store step ${sequence}`, () => this.appendStepOnce(row.uid, sequence, step, extras));
     } catch (error) {
       if (step.kind !== 'end') throw error;
       const fallback: EndStep = {
@@ -314,9 +353,9 @@ export class RunService {
   }
 
   /** One attempt; a retry after a write whose answer was lost finds the step stored and does not write it twice. */
-  private async appendStepOnce(runUid: number, sequence: number, step: RunStep): Promise<StoredStep> {
+  private async appendStepOnce(runUid: number, sequence: number, step: RunStep, extras?: StepExtras): Promise<StoredStep> {
     try {
-      return await this.store.appendStep(runUid, sequence, step);
+      return await this.store.appendStep(runUid, sequence, step, extras);
     } catch (error) {
       const stored = await this.store.stepsAfter(runUid, sequence - 1).catch(() => []);
       const same = stored.find((candidate) => candidate.sequence === sequence && candidate.kind === step.kind);
@@ -354,8 +393,17 @@ export class RunService {
       active.controller.abort();
       await active.done;
     } else if (row.status === 'WAITING_FOR_APPROVAL') {
-      // Nobody executes a waiting run: close it here.
-      await this.closeOrphan(row, 'CANCELLED', 'cancelled', null);
+      // Nobody executes a waiting run: close it here, unless a decision or the timeout took it back up meanwhile.
+      if (!(await this.closeWaiting(row))) {
+        const current = await this.store.findRun(uuid);
+        const resumedHere = this.active.get(uuid);
+        if (resumedHere) {
+          resumedHere.controller.abort();
+          await resumedHere.done;
+        } else if (current && (current.status === 'QUEUED' || current.status === 'RUNNING')) {
+          await this.cancelElsewhere(current);
+        }
+      }
     } else if (row.status === 'QUEUED' || row.status === 'RUNNING') {
       await this.cancelElsewhere(row);
     }
@@ -398,8 +446,8 @@ export class RunService {
         const current = await this.store.findRun(row.uuid);
         if (!current || !isOpenRunState(current.status)) return;
         if (current.status === 'WAITING_FOR_APPROVAL') {
-          await this.closeOrphan(current, 'CANCELLED', 'cancelled', null);
-          return;
+          if (await this.closeWaiting(current)) return;
+          continue;
         }
         if (!(await this.store.hasLiveLease(row.uid, this.leaseSeconds)) || Date.now() > deadline) {
           await this.closeOrphan(current, 'CANCELLED', 'cancelled', null);
@@ -421,7 +469,10 @@ export class RunService {
     if (this.heartbeatTimer) return;
     this.heartbeatTimer = setInterval(() => {
       const uids = [...this.active.values()].map((run) => run.uid);
-      const work = this.store.heartbeat(this.instanceId, uids).then(() => this.recoverInterrupted());
+      const work = this.store
+        .heartbeat(this.instanceId, uids)
+        .then(() => this.recoverInterrupted())
+        .then(() => this.expireApprovals());
       work.catch((error: unknown) => this.logger.warn({ errorClass: className(error), code: errorCode(error) }, 'run housekeeping failed; will retry'));
     }, Math.max(250, (this.leaseSeconds * 1000) / 3));
     this.heartbeatTimer.unref();
@@ -632,8 +683,11 @@ export class RunService {
   }
 
   view(row: AgentRunEntity): Promise<RunView> {
-    const pending = row.status === 'WAITING_FOR_APPROVAL' ? this.store.pendingToolCalls(row.uid) : Promise.resolve([]);
-    return Promise.all([this.store.endStepsOf([row.uid]), pending]).then(([ends, calls]) => this.viewWith(row, ends.get(row.uid) ?? null, calls));
+    const pending = row.status === 'WAITING_FOR_APPROVAL' ? this.store.pendingApproval(row.uid) : Promise.resolve({ calls: [], deadlineAt: null });
+    return Promise.all([this.store.endStepsOf([row.uid]), pending]).then(([ends, approval]) => ({
+      ...this.viewWith(row, ends.get(row.uid) ?? null, approval.calls),
+      approvalDeadline: approval.deadlineAt,
+    }));
   }
 
   private viewWith(row: AgentRunEntity, end: StoredStep | null, pending?: RequestedToolCall[]): RunView {
@@ -653,11 +707,23 @@ export class RunService {
     return this.closeOutsideLoop(row, await this.store.lastSequence(row.uid), status, reason, error);
   }
 
+  /** Cancels a run that waits for approval; false when it no longer waits (a decision or the timeout took it back up). */
+  private async closeWaiting(row: AgentRunEntity): Promise<boolean> {
+    return this.closeOutsideLoop(row, await this.store.lastSequence(row.uid), 'CANCELLED', 'cancelled', null, storedSpellings('WAITING_FOR_APPROVAL'));
+  }
+
   private closeAsFailed(row: AgentRunEntity, lastSequence: number, reason: string, error: string): Promise<boolean> {
     return this.closeOutsideLoop(row, lastSequence, 'FAILED', reason, error);
   }
 
-  private async closeOutsideLoop(row: AgentRunEntity, lastSequence: number, status: 'FAILED' | 'CANCELLED', reason: string, error: string | null): Promise<boolean> {
+  private async closeOutsideLoop(
+    row: AgentRunEntity,
+    lastSequence: number,
+    status: 'FAILED' | 'CANCELLED',
+    reason: string,
+    error: string | null,
+    onlyIn?: readonly string[],
+  ): Promise<boolean> {
     const end = {
       kind: 'end',
       round: 0,
@@ -676,7 +742,7 @@ export class RunService {
       errorClass: reason === 'interrupted' ? 'Interrupted' : reason === 'cancelled' ? null : 'InternalError',
       dryRun: false,
     } as unknown as EndStep;
-    const stored = await this.store.closeIfOpen(row.uid, lastSequence + 1, end);
+    const stored = await this.store.closeIfOpen(row.uid, lastSequence + 1, end, onlyIn);
     if (stored) this.bus.publish(row.uuid, { type: 'step', step: stored });
     if (stored) this.options.observer?.runClosed(status);
     return stored !== null;
@@ -726,10 +792,15 @@ function lagged(lastSequence: number): SubscriberLaggedError {
   );
 }
 
+/** The calls of the turn a run waits on; [] when it waits on none. */
+function pendingCallsOf(progress: RunProgress): RequestedToolCall[] {
+  return progress.openTurn?.approval?.decisions === null ? progress.openTurn.approval.pending : [];
+}
+
 /** The request as stored: only what a run needs to be prepared again. */
 function normalisedRequest(request: StartRunRequest): StartRunRequest {
   const copy: StartRunRequest = { configuration: request.configuration, prompt: request.prompt };
-  for (const key of ['tools', 'forcedSnippets', 'forcedSkills', 'systemPrompt', 'maxRounds', 'maxTokens', 'temperature', 'captureRaw', 'dryRun', 'stream', 'approvalRequired', 'maxTotalTokens', 'maxCost', 'label', 'releaseId'] as const) {
+  for (const key of ['tools', 'forcedSnippets', 'forcedSkills', 'systemPrompt', 'maxRounds', 'maxTokens', 'temperature', 'captureRaw', 'dryRun', 'stream', 'approvalRequired', 'approvalTimeoutSeconds', 'maxTotalTokens', 'maxCost', 'label', 'releaseId'] as const) {
     if (request[key] !== undefined && request[key] !== null) (copy as unknown as Record<string, unknown>)[key] = request[key];
   }
   return copy;

@@ -81,6 +81,11 @@ export class RunStep {
   @Extensions(EMBEDDED_LIST)
   @Field(() => [ToolCall], { nullable: true }) requestedToolCalls!: ToolCall[] | null;
   @Field(() => [String], { nullable: true, description: 'Settings the provider ignored.' }) warnings!: string[] | null;
+  @Field(() => Boolean, {
+    nullable: true,
+    description: 'LLM steps: true when the instance that took the run over made this call again (the one making it stopped before its answer was stored); the CONTEXT and REQUEST before it are that call\'s, stored once.',
+  })
+  resentAfterTakeover!: boolean | null;
   /** The stored provider body; exposed as `raw` by RunStepResolver (ADMIN only, redacted). */
   storedRaw!: unknown;
   @Extensions(EMBEDDED_LIST)
@@ -168,6 +173,7 @@ function mapRunStep(step: StoredStep): RunStep {
     pendingToolCalls: Array.isArray(step.pendingToolCalls) ? (step.pendingToolCalls as ToolCall[]).map(publicToolCall) : null,
     decisions: Array.isArray(step.decisions) ? (step.decisions as ToolDecision[]) : null,
     warnings: Array.isArray(step.warnings) ? (step.warnings as string[]) : null,
+    resentAfterTakeover: step.resentAfterTakeover === true ? true : null,
     storedRaw: step.raw ?? null,
     toolCallId: str(step.toolCallId),
     toolName: str(step.toolName),
@@ -199,6 +205,8 @@ export class AgentRun {
   @Field(() => String, { nullable: true }) error!: string | null;
   @Extensions(EMBEDDED_LIST)
   @Field(() => [ToolCall], { description: 'The calls waiting for a decision (resolveToolApproval); [] otherwise.' }) pendingToolCalls!: ToolCall[];
+  @Field(() => DateTimeScalar, { nullable: true, description: 'A run waiting for approval with approvalTimeoutSeconds: when its pending calls are refused as not approved if nobody decides.' })
+  approvalDeadline!: Date | null;
   @Field(() => DateTimeScalar, { nullable: true }) startedAt!: Date | null;
   @Field(() => DateTimeScalar, { nullable: true }) finishedAt!: Date | null;
   @Field(() => DateTimeScalar) createdAt!: Date;
@@ -224,6 +232,7 @@ export function toAgentRun(view: RunView): AgentRun {
     estimatedCost: view.endCost !== undefined ? view.endCost : Number(row.estimatedCost) || 0,
     error: view.error,
     pendingToolCalls: view.pendingToolCalls.map((call) => publicToolCall(call as ToolCall)),
+    approvalDeadline: view.approvalDeadline ? fromUnix(view.approvalDeadline) : null,
     startedAt: row.startedAt ? fromUnix(row.startedAt) : null,
     finishedAt: row.finishedAt ? fromUnix(row.finishedAt) : null,
     createdAt: fromUnix(row.crdate),
@@ -277,6 +286,11 @@ export class StartRunInput {
   approvalRequired?: string[] | null;
   @Field(() => Int, { nullable: true, description: 'Budget: the run ends budget_exhausted before a call that would take its tokens beyond this.' }) maxTotalTokens?: number | null;
   @Field(() => Float, { nullable: true, description: 'Budget in US dollars, same rule.' }) maxCost?: number | null;
+  @Field(() => Int, {
+    nullable: true,
+    description: 'Seconds the run waits for a decision each time it waits for approval (1 to 2592000, 30 days); then every pending call of the turn gets "Error: tool "NAME" requires approval that was not given." and the run goes on. Absent: it waits until someone decides or cancels.',
+  })
+  approvalTimeoutSeconds?: number | null;
   @Field(() => String, {
     nullable: true,
     description: 'Run the configuration\'s release with this label (publishConfiguration): its frozen system prompt, call options, model and skills, whatever was edited since. Unknown label: NOT_FOUND. Cannot be combined with systemPrompt; maxTokens and temperature still apply.',

@@ -103,8 +103,10 @@ describe.each(testDialects)('a release run taken over after a crash (%s)', (dial
     expect(provider.requests[1]!.body.messages).toEqual(provider.requests[0]!.body.messages);
     expect((provider.requests[1]!.body.messages as { role: string; content: string }[])[0]).toEqual({ role: 'system', content: release.effectiveSystemPrompt });
     expect(provider.requests[1]!.body.temperature).toBe(0.4);
+    // The call made again is the stored REQUEST, sent a second time: one REQUEST step, the release's prompt.
     const requests = run.steps.filter((step) => step.kind === 'REQUEST');
-    expect(requests).toHaveLength(2);
-    for (const step of requests) expect(step.messagesSent![0]).toEqual({ role: 'system', content: release.effectiveSystemPrompt });
+    expect(requests).toHaveLength(1);
+    expect(requests[0]!.messagesSent![0]).toEqual({ role: 'system', content: release.effectiveSystemPrompt });
+    expect(run.steps.map((step) => step.kind)).toEqual(['CONTEXT', 'REQUEST', 'LLM', 'END']);
   }, 90_000);
 });

@@ -11,7 +11,7 @@ import WebSocket from 'ws';
 import { createTestDatabase, testDialects, type TestDatabase } from '../support/databases';
 import { startServerProcess, type ServerProcess } from '../support/server-process';
 import { ADMIN_TOKEN } from '../support/server';
-import { uniqueIdentifier } from '../runs/run-kit';
+import { expectWellFormedTrace, uniqueIdentifier } from '../runs/run-kit';
 import { ScriptedProvider, gate, withTimeout } from '../runs/scripted-provider';
 
 const LEASE = { RUN_LEASE_SECONDS: '3' };
@@ -24,7 +24,10 @@ interface Step {
   toolResult: string | null;
   status: string | null;
   terminationReason: string | null;
+  resentAfterTakeover: boolean | null;
 }
+
+const STEP = 'sequence kind round toolResult status terminationReason resentAfterTakeover';
 
 async function ok<T>(server: ServerProcess, query: string, variables?: Record<string, unknown>): Promise<T> {
   const result = await server.gql<T>(query, variables);
@@ -47,7 +50,7 @@ async function setupRun(server: ServerProcess, provider: ScriptedProvider): Prom
 async function runOf(server: ServerProcess, id: string): Promise<{ status: string; terminationReason: string | null; finalContent: string | null; steps: Step[] }> {
   const data = await ok<{ run: { status: string; terminationReason: string | null; finalContent: string | null; steps: Step[] } }>(
     server,
-    'query($id: ID!) { run(id: $id) { status terminationReason finalContent steps { sequence kind round toolResult status terminationReason } } }',
+    `query($id: ID!) { run(id: $id) { status terminationReason finalContent steps { ${STEP} } } }`,
     { id },
   );
   return data.run;
@@ -68,7 +71,7 @@ function watch(url: string, id: string, afterSequence: number): { client: Client
   const steps: Step[] = [];
   const done = new Promise<void>((resolve) => {
     client.subscribe<{ runTrace: Step }>(
-      { query: 'subscription($id: ID!, $after: Int) { runTrace(runId: $id, afterSequence: $after) { sequence kind round toolResult status terminationReason } }', variables: { id, after: afterSequence } },
+      { query: `subscription($id: ID!, $after: Int) { runTrace(runId: $id, afterSequence: $after) { ${STEP} } }`, variables: { id, after: afterSequence } },
       { next: (value) => value.data && steps.push(value.data.runTrace), error: () => resolve(), complete: () => resolve() },
     );
   });
@@ -107,13 +110,14 @@ describe.each(testDialects)('run takeover after a crash (%s)', (dialect) => {
     servers.push(second);
     const run = await waitForEnd(second, id);
     expect(run).toMatchObject({ status: 'COMPLETED', terminationReason: 'completed', finalContent: 'Finished after the restart.' });
-    expect(run.steps.map((s) => [s.sequence, s.kind])).toEqual([
-      [1, 'CONTEXT'],
-      [2, 'REQUEST'],
-      [3, 'CONTEXT'],
-      [4, 'REQUEST'],
-      [5, 'LLM'],
-      [6, 'END'],
+    // One continuous trace: the call in flight is made again, its CONTEXT and REQUEST are not stored twice,
+    // and its answer says it was sent again.
+    expectWellFormedTrace(run.steps);
+    expect(run.steps.map((s) => [s.sequence, s.kind, s.resentAfterTakeover])).toEqual([
+      [1, 'CONTEXT', null],
+      [2, 'REQUEST', null],
+      [3, 'LLM', true],
+      [4, 'END', null],
     ]);
     expect(provider.requests).toHaveLength(2);
     // The same messages were sent again.
@@ -155,7 +159,10 @@ describe.each(testDialects)('run takeover after a crash (%s)', (dialect) => {
     expect(run).toMatchObject({ status: 'COMPLETED', terminationReason: 'completed' });
     const sequences = run.steps.map((s) => s.sequence);
     expect(sequences).toEqual(sequences.map((_, i) => i + 1));
-    expect(run.steps.map((s) => s.kind)).toEqual(['CONTEXT', 'REQUEST', 'LLM', 'TOOL', 'CONTEXT', 'REQUEST', 'CONTEXT', 'REQUEST', 'LLM', 'END']);
+    expectWellFormedTrace(run.steps);
+    expect(run.steps.map((s) => s.kind)).toEqual(['CONTEXT', 'REQUEST', 'LLM', 'TOOL', 'CONTEXT', 'REQUEST', 'LLM', 'END']);
+    expect(run.steps.map((s) => s.resentAfterTakeover)).toEqual([null, null, null, null, null, null, true, null]);
+    expect(provider.requests[2]!.body.messages).toEqual(provider.requests[1]!.body.messages);
     expect(run.steps.filter((s) => s.kind === 'TOOL').map((s) => s.toolResult)).toEqual(['42']);
     // Both watchers together: every step exactly once.
     expect([...before.steps, ...after.steps].map((s) => s.sequence)).toEqual(sequences);

@@ -262,6 +262,35 @@ describe.each(testDialects)('MCP servers on %s', (dialect) => {
     expect(mcp.calls.length - callsBefore).toBe(20);
   });
 
+  it('the budget of 20 remote calls holds across an approval pause: a resumed run goes on with its count', async () => {
+    const server = await importedServer({ requiresApproval: true });
+    const name = `mcp_${server.identifier}_echo`;
+    const setup = await kit.setup({ contextLength: 200_000 });
+    const first = Array.from({ length: 20 }, (_, index) => ({ id: `call_${index + 1}`, name, arguments: { text: `call ${index + 1}` } }));
+    setup.provider.script(
+      { toolCalls: first, usage: { prompt: 1, completion: 1 } },
+      { toolCalls: [{ id: 'call_21', name, arguments: { text: 'call 21' } }], usage: { prompt: 1, completion: 1 } },
+      { text: 'done', usage: { prompt: 1, completion: 1 } },
+    );
+    const callsBefore = mcp.calls.length;
+    const started = await kit.startRun({ configuration: setup.configuration, prompt: 'go', tools: [name], maxRounds: 3 });
+    const decideAll = async (ids: string[]) => {
+      const waiting = await kit.waitForRun(started.id, 20_000);
+      expect(waiting.status).toBe('WAITING_FOR_APPROVAL');
+      await t.ok('mutation($id: ID!, $d: [ToolDecisionInput!]!) { resolveToolApproval(runId: $id, decisions: $d) { id } }', { id: started.id, d: ids.map((toolCallId) => ({ toolCallId, approve: true })) });
+    };
+    // Each turn waits for a person; the run is prepared again (new registrations) after each decision.
+    await decideAll(first.map((call) => call.id));
+    await decideAll(['call_21']);
+    let run = await kit.run(started.id);
+    for (const deadline = Date.now() + 20_000; run.status !== 'COMPLETED' && Date.now() < deadline; run = await kit.run(started.id)) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(run.status).toBe('COMPLETED');
+    const toolSteps = run.steps.filter((step) => step.kind === 'TOOL');
+    expect(toolSteps).toHaveLength(21);
+    expect(toolSteps[20]).toMatchObject({ toolResult: `Error: this run has used its budget of 20 calls to external tools; "${name}" was not called.`, toolIsError: true });
+    expect(mcp.calls.length - callsBefore).toBe(20);
+  });
+
   it('cancelling a run cancels its remote call', async () => {
     const server = await importedServer();
     const name = `mcp_${server.identifier}_slow`;

@@ -153,6 +153,44 @@ describe.each(testDialects)('tool approval (%s)', (dialect) => {
     expect(conflict.errors?.[0]?.extensions?.code).toBe('CONFLICT');
   });
 
+  test('while it waits, the run row holds the state nr_llm keeps in suspended_state (TYPO3\'s approvals inbox reads it); emptied once decided', async () => {
+    ts = await startTestServer(dialect);
+    const { id } = await startTwoCallRun();
+    await waitForStatus(id, waiting);
+    const column = async (): Promise<string | null> => {
+      const rows = (await ts!.database.query('SELECT suspended_state AS state FROM tx_nrllm_agentrun WHERE uuid = ?', [id])) as { state: string | null }[];
+      return rows[0]!.state;
+    };
+    const state = JSON.parse((await column())!) as Record<string, unknown>;
+    expect(state).toMatchObject({
+      iterations: 1,
+      promptTokens: 5,
+      completionTokens: 5,
+      allowedToolNames: ['calculator'],
+      inputToolName: null,
+      inputSchema: [],
+      callPreviews: [],
+      pendingCalls: [
+        { id: 'call_a', type: 'function', function: { name: 'calculator', arguments: { expression: '2 + 2' } } },
+        { id: 'call_b', type: 'function', function: { name: 'calculator', arguments: { expression: '3 * 3' } } },
+      ],
+    });
+    const messages = state.messages as { role: string; content: string; tool_calls?: unknown[] }[];
+    expect(messages.map((m) => m.role)).toEqual(['user', 'assistant']);
+    // ChatMessage::toArray(): content a string, tool-call arguments as JSON text.
+    expect(messages[1]).toEqual({
+      role: 'assistant',
+      content: '',
+      tool_calls: [
+        { id: 'call_a', type: 'function', function: { name: 'calculator', arguments: '{"expression":"2 + 2"}' } },
+        { id: 'call_b', type: 'function', function: { name: 'calculator', arguments: '{"expression":"3 * 3"}' } },
+      ],
+    });
+    await ts.ok(RESOLVE, { runId: id, decisions: [{ toolCallId: 'call_a', approve: true }, { toolCallId: 'call_b', approve: true }] });
+    expect((await waitForStatus(id, finished)).status).toBe('COMPLETED');
+    expect(await column()).toBe('');
+  });
+
   test('cancelling a waiting run ends it CANCELLED with an END step', async () => {
     ts = await startTestServer(dialect);
     const { id } = await startTwoCallRun();

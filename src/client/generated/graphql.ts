@@ -30,6 +30,8 @@ export type RunStepKind =
 export type StartRunInput = {
   /** Tools whose calls wait for a person's approval in this run (besides those that always do). */
   approvalRequired?: Array<string> | null | undefined;
+  /** Seconds the run waits for a decision each time it waits for approval (1 to 2592000, 30 days); then every pending call of the turn gets "Error: tool "NAME" requires approval that was not given." and the run goes on. Absent: it waits until someone decides or cancels. */
+  approvalTimeoutSeconds?: number | null | undefined;
   /** Keep raw provider responses on LLM steps (ADMIN only). */
   captureRaw?: boolean | null | undefined;
   /** Configuration identifier. */

@@ -872,6 +872,37 @@ describe('context window, with nr_llm numbers', () => {
       expect(contexts(resumed.steps)).toEqual([contexts(whole.steps)[2]]);
     });
 
+    it('makes a call in flight at the crash again without storing its CONTEXT and REQUEST twice, and marks the answer', async () => {
+      const whole = await run({ ...input, script: [call('t1', 150), call('t2', 900), { content: 'done' }] });
+      const cut = whole.steps.findIndex((step) => step.kind === 'llm' && step.round === 3);
+      // The dead instance stored CONTEXT and REQUEST of round 3; its call never answered.
+      const resumed = await run({ ...input, script: [{ content: 'done' }], resume: { steps: whole.steps.slice(0, cut), afterCrash: true } });
+      expect(resumed.steps.map((step) => step.kind)).toEqual(['llm', 'end']);
+      expect(resumed.steps[0]).toMatchObject({ round: 3, content: 'done', resentAfterTakeover: true });
+      const sent = whole.steps[cut - 1] as RequestStep;
+      expect(resumed.adapter.requests[0]?.messages).toEqual(sent.messagesSent);
+      expect(resumed.outcome).toMatchObject({ terminationReason: 'completed', iterations: 3 });
+      expect(whole.steps.find((step) => step.kind === 'llm' && step.round === 3)).not.toHaveProperty('resentAfterTakeover');
+    });
+
+    it('stores only the REQUEST of a call whose CONTEXT alone was stored before the crash (nothing was sent)', async () => {
+      const whole = await run({ ...input, script: [call('t1', 150), call('t2', 900), { content: 'done' }] });
+      const cut = whole.steps.findIndex((step) => step.kind === 'request' && step.round === 3);
+      const resumed = await run({ ...input, script: [{ content: 'done' }], resume: { steps: whole.steps.slice(0, cut), afterCrash: true } });
+      expect(resumed.steps.map((step) => step.kind)).toEqual(['request', 'llm', 'end']);
+      expect(resumed.steps[0]).toEqual(whole.steps[cut]);
+      expect(resumed.steps[1]).not.toHaveProperty('resentAfterTakeover');
+    });
+
+    it('stores a new CONTEXT when the fit no longer gives the stored one (the first round, re-assembled)', async () => {
+      const whole = await run({ ...input, script: [{ content: 'done' }] });
+      const stored = whole.steps.slice(0, 1) as ContextStep[];
+      const changed: RunStep = { ...stored[0]!, contextBudget: { ...stored[0]!.contextBudget, estimate: stored[0]!.contextBudget.estimate + 1 } };
+      const resumed = await run({ ...input, script: [{ content: 'done' }], resume: { steps: [changed], afterCrash: true } });
+      expect(resumed.steps.map((step) => step.kind)).toEqual(['context', 'request', 'llm', 'end']);
+      expect(resumed.steps[0]).toEqual(whole.steps[0]);
+    });
+
     it("starts afresh at 1.15 after a person's decision, as nr_llm's resumed loop does", async () => {
       const steps: RunStep[] = [];
       const hooks: AgentLoopHooks = {

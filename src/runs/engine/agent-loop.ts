@@ -34,6 +34,7 @@ import { contextBudget, fitContext, type ContextBudget } from './context-window'
 import type {
   EndStep,
   LoopOutcome,
+  RequestStep,
   RequestedToolCall,
   RunDelta,
   RunStep,
@@ -41,7 +42,25 @@ import type {
 } from './run-step';
 import { SKILL_BLOCK_MAX_BYTES, buildSkillBlock, injectSkillBlock, type SkillBlock, type SkillInput } from './skill-block';
 import { boundToolResult } from './tool-result';
-import { applyStep, budgetWouldBeExceeded, contextDoesNotFit, endStatusOf, initialProgress, nextAction, rebuildProgress, refusal, transcriptToolCall, type RunBudget, type RunProgress, type RunRules, type StepDetails } from './run-machine';
+import {
+  applyStep,
+  approvalDeadline,
+  budgetWouldBeExceeded,
+  contextDoesNotFit,
+  endStatusOf,
+  initialProgress,
+  isStoredAgain,
+  nextAction,
+  rebuildProgress,
+  refusal,
+  takeInFlightCall,
+  transcriptToolCall,
+  type RunBudget,
+  type RunProgress,
+  type RunRules,
+  type StepDetails,
+} from './run-machine';
+import { suspendedStateOf } from './suspended-state';
 import { sanitizeUsage } from './usage-limits';
 
 export const DEFAULT_MAX_ROUNDS = 5;
@@ -125,6 +144,12 @@ export interface AgentLoopInput {
   /** Token and cost limits checked before every model call. */
   budget?: Partial<RunBudget>;
   /**
+   * Seconds a run waits for a person's decision before its pending calls are
+   * refused as not approved; null or absent: it waits until someone decides.
+   * The loop stores the deadline on the APPROVAL step; the service enforces it.
+   */
+  approvalTimeoutSeconds?: number | null;
+  /**
    * Go on from these stored steps instead of starting afresh: after a person
    * decided the pending calls, or after taking the run over from an
    * instance that died (`afterCrash`).
@@ -146,9 +171,19 @@ export interface AgentLoopLogger {
   error(details: object, message: string): void;
 }
 
+/** What is stored beside a step, outside the trace. */
+export interface StepExtras {
+  /**
+   * With the APPROVAL step that makes the run wait: the run's state as
+   * nr_llm keeps it in `tx_nrllm_agentrun.suspended_state` (JSON), so TYPO3's
+   * approvals inbox can show the pending calls.
+   */
+  suspendedState?: string;
+}
+
 export interface AgentLoopHooks {
   /** Persist, then publish. Awaited before the loop goes on; a failure ends the run with reason `error`. */
-  recordStep(step: RunStep): Promise<void>;
+  recordStep(step: RunStep, extras?: StepExtras): Promise<void>;
   /** Streamed output while a call streams (`input.stream`); exceptions thrown here are logged and ignored. */
   onDelta?(delta: RunDelta): void;
   logger: AgentLoopLogger;
@@ -421,9 +456,18 @@ class AgentLoopRun {
         case 'run_tool':
           await this.executeToolCall(action.call, action.refusal, action.afterApproval);
           break;
-        case 'ask_approval':
-          await this.record({ kind: 'approval', round: this.progress.round, durationMs: 0, pendingToolCalls: action.calls });
+        case 'ask_approval': {
+          const deadlineAt = approvalDeadline(Math.floor(Date.now() / 1000), this.input.approvalTimeoutSeconds);
+          const suspendedState = JSON.stringify(
+            suspendedStateOf(this.progress, action.calls, { allowList: this.input.tools.allowList ?? null, callOptions: this.callOptions }),
+          );
+          await this.record(
+            { kind: 'approval', round: this.progress.round, durationMs: 0, pendingToolCalls: action.calls, ...(deadlineAt !== null ? { deadlineAt } : {}) },
+            {},
+            { suspendedState },
+          );
           return { status: 'WAITING_FOR_APPROVAL', pendingToolCalls: action.calls };
+        }
         case 'wait_for_approval':
           return { status: 'WAITING_FOR_APPROVAL', pendingToolCalls: action.calls };
         case 'end':
@@ -434,9 +478,16 @@ class AgentLoopRun {
     }
   }
 
-  /** Fit the context, record `context`, check the budget, record `request`, call the model, record `llm`. */
+  /**
+   * Fit the context, record `context`, check the budget, record `request`,
+   * call the model, record `llm`. A call the instance that died had begun
+   * is made again: its CONTEXT and REQUEST steps, when the fit gives them
+   * again as stored, are folded in without being stored twice, and the LLM
+   * step says the call was sent again.
+   */
   private async callModel(round: number, tools: ToolDefinition[]): Promise<ChatResult> {
     this.throwIfCancelled();
+    const begun = takeInFlightCall(this.progress);
     const transcript = this.progress.transcript ?? [];
     const fit = fitContext(transcript, tools, this.budget, this.progress.calibration.factor);
     const context = fit.report;
@@ -445,7 +496,8 @@ class AgentLoopRun {
     } else if (fit.deferred === 'unpaired_tool_message') {
       this.hooks.logger.warn({ round }, 'A tool message answers no declared call; the transcript is sent as is');
     }
-    await this.record({ kind: 'context', round, durationMs: 0, contextBudget: context });
+    const contextStored = begun !== null && begun.round === round && isStoredAgain(begun.context, context);
+    await this.record({ kind: 'context', round, durationMs: 0, contextBudget: context }, {}, undefined, contextStored);
     if (contextDoesNotFit(context)) {
       this.hooks.logger.warn(
         { round, estimate: context.estimate, budget: context.budget },
@@ -459,13 +511,10 @@ class AgentLoopRun {
       throw new BudgetExhausted();
     }
 
-    await this.record({
-      kind: 'request',
-      round,
-      durationMs: 0,
-      messagesSent: snapshot(fit.messages),
-      toolsOffered: tools.map((tool) => tool.name),
-    });
+    const requestStep: RequestStep = { kind: 'request', round, durationMs: 0, messagesSent: snapshot(fit.messages), toolsOffered: tools.map((tool) => tool.name) };
+    const requestStored =
+      begun !== null && contextStored && begun.request !== null && isStoredAgain({ messagesSent: begun.request.messagesSent, toolsOffered: begun.request.toolsOffered }, { messagesSent: requestStep.messagesSent, toolsOffered: requestStep.toolsOffered });
+    await this.record(requestStep, {}, undefined, requestStored);
 
     const request: ChatRequest = { messages: snapshot(fit.messages), options: { ...this.callOptions }, signal: this.signal };
     if (tools.length > 0) {
@@ -502,6 +551,7 @@ class AgentLoopRun {
         requestedToolCalls: result.toolCalls.map(requestedToolCall),
         ...(result.warnings.length > 0 ? { warnings: [...result.warnings] } : {}),
         ...(this.input.captureRaw === true && result.raw !== undefined ? { raw: result.raw } : {}),
+        ...(requestStored ? { resentAfterTakeover: true as const } : {}),
       },
       { usage },
     );
@@ -561,6 +611,7 @@ class AgentLoopRun {
     let result: string;
     let isError = true;
     let durationMs = 0;
+    let remoteCall = false;
 
     if (refused !== null) {
       result = refused;
@@ -580,7 +631,8 @@ class AgentLoopRun {
       } else {
         const started = performance.now();
         try {
-          const running = (async () => tool.execute(check.args, { signal: this.signal }))();
+          const context = { signal: this.signal, remoteCallsMade: this.progress.remoteCallsMade, countRemoteCall: () => void (remoteCall = true) };
+          const running = (async () => tool.execute(check.args, context))();
           result = await raceAbort(running, this.signal);
           isError = false;
         } catch (error) {
@@ -608,12 +660,17 @@ class AgentLoopRun {
       toolArguments: parsed.ok ? parsed.value : parsed.raw,
       toolResult: boundToolResult(result),
       toolIsError: isError,
+      ...(remoteCall ? { remoteCall: true as const } : {}),
     });
   }
 
-  /** Records a step (persist, then publish) and folds it into the progress. */
-  private async record(step: RunStep, details: StepDetails = {}): Promise<void> {
-    await this.hooks.recordStep(step);
+  /**
+   * Records a step (persist, then publish) and folds it into the progress.
+   * `alreadyStored`: the step is one a dead instance stored before the
+   * takeover; it is only folded in.
+   */
+  private async record(step: RunStep, details: StepDetails = {}, extras?: StepExtras, alreadyStored = false): Promise<void> {
+    if (!alreadyStored) await (extras ? this.hooks.recordStep(step, extras) : this.hooks.recordStep(step));
     applyStep(this.progress, step, this.rules, details);
     this.throwIfCancelled();
   }

@@ -1,6 +1,10 @@
 import {
   TERMINATION_REASONS,
+  approvalDeadline,
+  approvalTimedOut,
+  approvalTimeoutStep,
   budgetWouldBeExceeded,
+  takeInFlightCall,
   endStatusOf,
   nextAction,
   rebuildProgress,
@@ -139,6 +143,34 @@ describe('the run state machine', () => {
     expect(rebuildProgress(waiting, approval).calibration.factor).toBe(150 / 117);
     const decided: RunStep = { kind: 'approval', round: 1, durationMs: 0, decisions: twoCalls.map((call) => ({ toolCallId: call.id, approved: true, reason: null, decidedBy: 'editor' })) };
     expect(rebuildProgress([...waiting, decided], approval).calibration).toEqual({ factor: 1.15, lastSentEstimate: null });
+  });
+
+  test('an approval nobody decided in time refuses every pending call as not approved; deadlines are unix seconds', () => {
+    const approval = rules({ needsApproval: (name) => name === 'calculator' });
+    expect(approvalDeadline(1_000, 30)).toBe(1_030);
+    expect(approvalDeadline(1_000, null)).toBeNull();
+    expect([approvalTimedOut(1_030, 1_029), approvalTimedOut(1_030, 1_030), approvalTimedOut(null, 9e9)]).toEqual([false, true, false]);
+    const timedOut = approvalTimeoutStep(twoCalls, 1, 30);
+    expect(timedOut.decisions).toEqual(twoCalls.map((call) => ({ toolCallId: call.id, approved: false, reason: 'No decision within 30 s.', decidedBy: null })));
+    const steps: RunStep[] = [context(1), request(1), llm(1, twoCalls), { kind: 'approval', round: 1, durationMs: 0, pendingToolCalls: twoCalls, deadlineAt: 1_030 }, timedOut];
+    expect(nextAction(rebuildProgress(steps, approval), approval)).toMatchObject({ kind: 'run_tool', call: { id: 'a' }, refusal: refusal.notApproved('calculator') });
+    // A refused call is not one that may have been running at a crash.
+    expect(nextAction(rebuildProgress(steps, approval), { ...approval, isIdempotent: () => false }, true)).toMatchObject({ kind: 'run_tool', refusal: refusal.notApproved('calculator') });
+  });
+
+  test('a call begun and not answered is in flight; taking it rewinds the calibration to before its CONTEXT', () => {
+    const progress = rebuildProgress([context(1), request(1)], rules());
+    expect(progress.inFlight).toMatchObject({ round: 1, context: { estimate: 10 }, request: { toolsOffered: ['calculator'] } });
+    const before = rebuildProgress([], rules()).calibration;
+    expect(takeInFlightCall(progress)).toMatchObject({ round: 1, calibrationBefore: before });
+    expect(progress.inFlight).toBeNull();
+    expect(progress.calibration).toEqual(before);
+    expect(rebuildProgress([context(1), request(1), llm(1, [], 'done')], rules()).inFlight).toBeNull();
+  });
+
+  test('remote calls are counted from the TOOL steps that made one, so the budget survives a resume', () => {
+    const remote = (id: string): RunStep => ({ ...(tool(1, id) as Extract<RunStep, { kind: 'tool' }>), remoteCall: true });
+    expect(rebuildProgress([context(1), request(1), llm(1, twoCalls), remote('a'), tool(1, 'b')], rules()).remoteCallsMade).toBe(1);
   });
 
   test('budgets: spent tokens plus the next prompt\'s estimate, and its cost at the input price', () => {

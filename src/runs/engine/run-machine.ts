@@ -20,7 +20,7 @@
 
 import type { ChatMessage, ToolCall, Usage } from '../../providers/adapters/types';
 import { calibrateFromUsage, calibrationAfterFit, firstSendCalibration, type ContextCalibration } from './context-window';
-import type { ApprovalDecision, ContextBudgetReport, RequestedToolCall, RunOutcomeStatus, RunStep } from './run-step';
+import type { ApprovalDecision, ApprovalStep, ContextBudgetReport, RequestedToolCall, RunOutcomeStatus, RunStep } from './run-step';
 
 /** Every state a run can be in (the GraphQL `RunStatus`). */
 export const RUN_STATES = ['QUEUED', 'RUNNING', 'WAITING_FOR_APPROVAL', 'COMPLETED', 'FAILED', 'CANCELLED'] as const;
@@ -116,6 +116,8 @@ export interface TurnApproval {
   pending: RequestedToolCall[];
   /** Null while nobody decided. */
   decisions: ApprovalDecision[] | null;
+  /** Nobody decided before the run's approval timeout: every call is refused as not approved. */
+  timedOut: boolean;
 }
 
 /** A model answer that asked for tools: its calls run one after another. */
@@ -125,6 +127,19 @@ export interface OpenTurn {
   /** Ids of the calls whose TOOL step is stored. */
   done: Set<string>;
   approval: TurnApproval | null;
+}
+
+/**
+ * A model call whose CONTEXT (and perhaps REQUEST) step is stored but whose
+ * answer is not: the instance making it died. The run taken over makes the
+ * call again without storing those steps a second time.
+ */
+export interface InFlightCall {
+  round: number;
+  context: ContextBudgetReport | null;
+  /** The calibration before the stored CONTEXT was folded in: the fit is made again with it. */
+  calibrationBefore: ContextCalibration;
+  request: { messagesSent: ChatMessage[]; toolsOffered: string[] } | null;
 }
 
 /** Everything the stored steps say about where a run stands. */
@@ -147,6 +162,10 @@ export interface RunProgress {
   lastAnswer: { round: number; content: string; toolCalls: RequestedToolCall[]; withTools: boolean } | null;
   /** The turn whose tool calls are not all done yet. */
   openTurn: OpenTurn | null;
+  /** A model call begun (CONTEXT stored) and not answered; null otherwise. */
+  inFlight: InFlightCall | null;
+  /** Calls to external tools made so far (TOOL steps marked `remoteCall`): nr_llm's budget counts them per run. */
+  remoteCallsMade: number;
   ended: boolean;
   /** Steps folded in. */
   stepCount: number;
@@ -164,6 +183,8 @@ export function initialProgress(): RunProgress {
     lastToolsOffered: null,
     lastAnswer: null,
     openTurn: null,
+    inFlight: null,
+    remoteCallsMade: 0,
     ended: false,
     stepCount: 0,
   };
@@ -198,6 +219,7 @@ export function applyStep(progress: RunProgress, step: RunStep, rules: Pick<RunR
       progress.transcript ??= structuredClone(step.messagesSent);
       break;
     case 'context':
+      progress.inFlight = { round: step.round, context: step.contextBudget, calibrationBefore: progress.calibration, request: null };
       progress.lastContext = step.contextBudget;
       // The stored estimate is what the next reported usage is divided by.
       progress.calibration = calibrationAfterFit(progress.calibration, step.contextBudget);
@@ -208,8 +230,14 @@ export function applyStep(progress: RunProgress, step: RunStep, rules: Pick<RunR
       progress.transcript ??= structuredClone(step.messagesSent);
       progress.round = step.round;
       progress.lastToolsOffered = step.toolsOffered;
+      if (progress.inFlight?.round === step.round && progress.inFlight.request === null) {
+        progress.inFlight.request = { messagesSent: step.messagesSent, toolsOffered: step.toolsOffered };
+      } else {
+        progress.inFlight = { round: step.round, context: null, calibrationBefore: progress.calibration, request: { messagesSent: step.messagesSent, toolsOffered: step.toolsOffered } };
+      }
       break;
     case 'llm': {
+      progress.inFlight = null;
       const usage = details.usage ?? { promptTokens: step.promptTokens, completionTokens: step.completionTokens, totalTokens: step.totalTokens };
       addUsage(progress.usage, usage);
       if (step.estimatedCost !== null && step.estimatedCost !== undefined) progress.spentCost = (progress.spentCost ?? 0) + step.estimatedCost;
@@ -231,17 +259,21 @@ export function applyStep(progress: RunProgress, step: RunStep, rules: Pick<RunR
       break;
     }
     case 'approval': {
+      progress.inFlight = null;
       const turn = progress.openTurn;
       if (!turn) break;
-      if (step.pendingToolCalls) turn.approval = { pending: step.pendingToolCalls, decisions: null };
+      if (step.pendingToolCalls) turn.approval = { pending: step.pendingToolCalls, decisions: null, timedOut: false };
       if (step.decisions && turn.approval) {
         turn.approval.decisions = step.decisions;
+        turn.approval.timedOut = step.timedOut === true;
         // The loop goes on after a person's decision as nr_llm's resumed loop does: its next send is a first send.
         progress.calibration = firstSendCalibration();
       }
       break;
     }
     case 'tool':
+      progress.inFlight = null;
+      if (step.remoteCall === true) progress.remoteCallsMade += 1;
       progress.transcript?.push({ role: 'tool', tool_call_id: step.toolCallId, content: step.toolResult });
       if (progress.openTurn) {
         progress.openTurn.done.add(step.toolCallId);
@@ -249,6 +281,7 @@ export function applyStep(progress: RunProgress, step: RunStep, rules: Pick<RunR
       }
       break;
     case 'end':
+      progress.inFlight = null;
       progress.ended = true;
       break;
   }
@@ -260,6 +293,30 @@ export function rebuildProgress(steps: readonly RunStep[], rules: Pick<RunRules,
   const progress = initialProgress();
   for (const step of steps) applyStep(progress, step, rules);
   return progress;
+}
+
+/**
+ * Takes the model call a dead instance began (its CONTEXT, perhaps its
+ * REQUEST, stored; no answer) out of the progress, which is rewound to just
+ * before that call: the driver fits the context again and, where the result
+ * is what is stored, folds the stored step in instead of storing it twice
+ * (`isStoredAgain`). Null when no call was in flight.
+ */
+export function takeInFlightCall(progress: RunProgress): InFlightCall | null {
+  const call = progress.inFlight;
+  if (call === null) return null;
+  progress.inFlight = null;
+  progress.calibration = call.calibrationBefore;
+  return call;
+}
+
+/**
+ * Whether a step about to be recorded is the one the in-flight call already
+ * stored (same values as they were written): it is then not stored again, so
+ * a run taken over shows one CONTEXT and one REQUEST for the call made again.
+ */
+export function isStoredAgain(stored: unknown, fresh: unknown): boolean {
+  return stored !== null && stored !== undefined && JSON.stringify(stored) === JSON.stringify(fresh);
 }
 
 function addUsage(total: Usage, usage: Usage): void {
@@ -327,6 +384,31 @@ export function interruptedToolCall(turn: OpenTurn, call: RequestedToolCall, rul
   return resumedAfterCrash && !rules.isIdempotent(call.name) && !refusedByApproval(turn, call);
 }
 
+/** A waiting run whose approval deadline has passed: nobody decided in time. */
+export function approvalTimedOut(deadlineAt: number | null, now: number): boolean {
+  return deadlineAt !== null && now >= deadlineAt;
+}
+
+/** When a run that starts waiting now stops waiting (unix seconds); null: it waits until someone decides. */
+export function approvalDeadline(now: number, timeoutSeconds: number | null | undefined): number | null {
+  return timeoutSeconds === null || timeoutSeconds === undefined ? null : now + timeoutSeconds;
+}
+
+/**
+ * The APPROVAL step that ends a wait nobody decided in time: every pending
+ * call is refused (`refusal.notApproved`), decided by no one.
+ */
+export function approvalTimeoutStep(pending: readonly RequestedToolCall[], round: number, timeoutSeconds: number | null): ApprovalStep {
+  const reason = timeoutSeconds === null ? 'No decision before the approval timeout.' : `No decision within ${timeoutSeconds} s.`;
+  return {
+    kind: 'approval',
+    round,
+    durationMs: 0,
+    timedOut: true,
+    decisions: pending.map((call) => ({ toolCallId: call.id, approved: false, reason, decidedBy: null })),
+  };
+}
+
 function decisionOf(turn: OpenTurn, call: RequestedToolCall): ApprovalDecision | null {
   return turn.approval?.decisions?.find((decision) => decision.toolCallId === call.id) ?? null;
 }
@@ -379,6 +461,6 @@ export function nextAction(progress: RunProgress, rules: RunRules, resumedAfterC
 function approvalRefusal(turn: OpenTurn, call: RequestedToolCall): string | null {
   if (turn.approval === null) return null;
   const decision = decisionOf(turn, call);
-  if (decision === null) return refusal.notApproved(call.name);
+  if (decision === null || turn.approval.timedOut) return refusal.notApproved(call.name);
   return decision.approved ? null : refusal.denied(call.name);
 }

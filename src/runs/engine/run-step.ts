@@ -89,7 +89,11 @@ export interface ApprovalDecision {
 export interface ApprovalStep extends StepBase {
   kind: 'approval';
   pendingToolCalls?: RequestedToolCall[];
+  /** With `pendingToolCalls` of a run given an approval timeout: when the wait ends undecided (unix seconds). */
+  deadlineAt?: number;
   decisions?: ApprovalDecision[];
+  /** The decisions are the timeout's: nobody decided in time, every call is refused as not approved. */
+  timedOut?: boolean;
 }
 
 export interface LlmStep extends StepBase {
@@ -108,6 +112,12 @@ export interface LlmStep extends StepBase {
   requestedToolCalls: RequestedToolCall[];
   /** Settings the provider ignored; present only when there are some. */
   warnings?: string[];
+  /**
+   * The call was made again by the instance that took the run over: the one
+   * that made it first stopped before its answer was stored. The CONTEXT and
+   * REQUEST before this step are that call's, stored once.
+   */
+  resentAfterTakeover?: true;
   /** The decoded provider body; present only when raw capture was asked for. */
   raw?: unknown;
 }
@@ -120,6 +130,8 @@ export interface ToolStep extends StepBase {
   /** Exactly what the model receives. */
   toolResult: string;
   toolIsError: boolean;
+  /** The tool contacted an external server (MCP): counted against the run's budget of remote calls. */
+  remoteCall?: true;
 }
 
 /** What a run ends with; also the payload of its `end` step. */

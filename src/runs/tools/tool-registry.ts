@@ -15,6 +15,14 @@ import type { ToolDefinition } from '../../providers/adapters/types';
 export interface ToolExecutionContext {
   /** Fires when the run is cancelled; a long tool should stop early. */
   signal: AbortSignal;
+  /**
+   * Calls to external tools the run has made so far, counted from its stored
+   * steps (so a run resumed after approval or taken over after a crash goes
+   * on with its count). Absent outside a run's loop.
+   */
+  remoteCallsMade?: number;
+  /** An external tool calls this once it contacts its server: the TOOL step is marked as a remote call. */
+  countRemoteCall?(): void;
 }
 
 /** A tool as registered in code. */
