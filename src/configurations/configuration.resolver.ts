@@ -11,7 +11,8 @@ import { BadUserInputError } from '../shared/errors';
 import { Skill, toSkill } from '../skills/skill.types';
 import { PromptSnippet } from '../snippets/snippet.types';
 import { NotFoundError } from '../shared/errors';
-import { callOptionsOf, type ConfigurationWriter, effectiveSystemPromptOf, selectedSnippetsOf } from './configuration.service';
+import { type ConfigurationWriter } from './configuration.service';
+import { callOptionsOf, effectiveSystemPromptOf, selectedSnippetsOf } from '../prompt/configuration-prompt';
 import { CreateConfigurationInput, LlmConfiguration, toLlmConfiguration, UpdateConfigurationInput } from './configuration.types';
 
 const SNIPPET_FIELDS = new Set(['selectedSnippets', 'effectiveSystemPrompt', 'callOptions']);

@@ -8,18 +8,13 @@ import { ProviderEntity } from '../providers/provider.entity';
 import type { PromptHistoryService } from '../prompt-history/prompt-history.service';
 import type { ConfigurationState } from '../prompt-history/version-state';
 import { BadUserInputError, ConflictError, ForbiddenError } from '../shared/errors';
-import type { PhpArray } from '../shared/php-json';
 import { unixNow } from '../shared/time';
 import { SkillEntity } from '../skills/skill.entity';
-import { parseMetadataForWrite, readJsonObject } from '../snippets/snippet-metadata';
-import type { PromptSnippetEntity } from '../snippets/snippet.entity';
-import type { ActiveSnippetIndex } from '../snippets/snippet.service';
-import { parseSelectionTags, validateTagsForWrite } from '../snippets/tag-rules';
+import { parseMetadataForWrite, readJsonObject } from '../prompt/snippet-metadata';
+import { parseSelectionTags, validateTagsForWrite } from '../prompt/tags';
 import { ConfigurationSkillEntity } from './configuration-skill.entity';
-import { buildCallOptions, readOptions } from './call-options';
 import { ConfigurationEntity } from './configuration.entity';
 import { adminOnlyOptionChanged, EDITOR_OPTION_KEYS } from './editor-options';
-import { appendSnippetBlock, composeSnippetBlock, selectSnippets } from './effective-prompt';
 
 export interface ConfigurationWrite {
   identifier?: string;
@@ -50,54 +45,6 @@ const RANGES = {
   frequencyPenalty: [-2, 2],
   presencePenalty: [-2, 2],
 } as const;
-
-/**
- * The snippets a configuration's tags select now (behaviour.md §4.1), from the
- * request's one list of active snippets.
- */
-export function selectedSnippetsOf(configuration: ConfigurationEntity, activeSnippets: ActiveSnippetIndex): readonly PromptSnippetEntity[] {
-  return activeSnippets.selection(configuration.snippetTags, () => {
-    const tags = parseSelectionTags(configuration.snippetTags);
-    return tags.length === 0 ? [] : (selectSnippets(tags, (tag) => activeSnippets.activeByTag(tag)) as PromptSnippetEntity[]);
-  });
-}
-
-/** The configuration's prompt (or a per-run override) with its snippet block appended (behaviour.md §4). */
-export function effectiveSystemPromptOf(configuration: ConfigurationEntity, activeSnippets: ActiveSnippetIndex, override?: string | null): string {
-  const prompt = override !== undefined && override !== null && override !== '' ? override : configuration.systemPrompt;
-  return appendSnippetBlock(prompt, composeSnippetBlock(selectedSnippetsOf(configuration, activeSnippets)));
-}
-
-/**
- * The call options of behaviour.md §5 for a configuration: the one place a
- * model call's options are built, with the snippet block appended to the
- * system prompt, as a PHP array (`phpJsonEncode` gives nr_llm's JSON of it,
- * `plainValueOf` a JavaScript object). `overrides` are per-call values (a
- * run's maxTokens, temperature).
- */
-export function callOptionsOf(
-  configuration: ConfigurationEntity,
-  model: Pick<ModelEntity, 'modelId' | 'defaultTimeout' | 'maxOutputTokens'> | null,
-  activeSnippets: ActiveSnippetIndex,
-  overrides: PhpArray = new Map(),
-): PhpArray {
-  return buildCallOptions({
-    configuration: {
-      temperature: configuration.temperature,
-      topP: configuration.topP,
-      frequencyPenalty: configuration.frequencyPenalty,
-      presencePenalty: configuration.presencePenalty,
-      maxTokens: configuration.maxTokens,
-      systemPrompt: configuration.systemPrompt,
-      timeout: configuration.timeout,
-      translator: configuration.translator ?? '',
-      options: readOptions(configuration.options),
-    },
-    model,
-    overrides,
-    snippetBlock: composeSnippetBlock(selectedSnippetsOf(configuration, activeSnippets)),
-  });
-}
 
 /** Who writes: an ADMIN may set any `options` key; others only the EDITOR_OPTION_KEYS. */
 export interface ConfigurationWriter {

@@ -2,8 +2,8 @@ import { IsOptional, MaxLength } from 'class-validator';
 import { Field, Float, InputType, Int, ObjectType } from 'type-graphql';
 import { JSONScalar } from '../graphql/scalars';
 import { phpObjectJson, RawJson } from '../graphql/raw-json';
-import { readOptions } from './call-options';
-import { parseSelectionTags } from '../snippets/tag-rules';
+import { readOptions } from '../prompt/call-options';
+import { parseSelectionTags } from '../prompt/tags';
 import type { ConfigurationEntity } from './configuration.entity';
 
 @ObjectType({ simpleResolvers: true, description: 'A model with its parameters, its system prompt and the snippet tags composed into it.' })

@@ -6,10 +6,10 @@
  * composed twice; every other tag lookup reads the library as it is.
  */
 import type { ConfigurationEntity } from '../configurations/configuration.entity';
-import { effectiveSystemPrompt, type SelectableSnippet } from '../configurations/effective-prompt';
+import { effectiveSystemPrompt, type SelectableSnippet } from '../prompt/effective-prompt';
 import type { PromptSnippetEntity } from '../snippets/snippet.entity';
-import { insertInListOrder } from '../snippets/list-order';
-import { normalizeTag, parseSelectionTags, parseTags } from '../snippets/tag-rules';
+import { insertInListOrder } from '../prompt/list-order';
+import { normalizeTag, parseSelectionTags, parseTags } from '../prompt/tags';
 import type { PromptLibrary } from './prompt-library';
 import { unifiedDiff } from './version-state';
 

@@ -9,7 +9,7 @@ import { ConfigurationEntity } from '../configurations/configuration.entity';
 import { ModelEntity } from '../providers/model.entity';
 import { NotFoundError } from '../shared/errors';
 import { unixNow } from '../shared/time';
-import { parseSelectionTags, parseTags } from '../snippets/tag-rules';
+import { parseSelectionTags, parseTags } from '../prompt/tags';
 import type { PromptChangeEvent, PromptEventBus } from './prompt-event-bus';
 import type { WebhookOutbox } from '../webhooks/webhook-outbox';
 import { PromptVersionEntity } from './prompt-version.entity';

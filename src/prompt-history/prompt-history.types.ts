@@ -4,8 +4,8 @@ import { DateTimeScalar, JSONScalar } from '../graphql/scalars';
 import { PromptSnippet } from '../snippets/snippet.types';
 import { fromUnix } from '../shared/time';
 import { phpObjectJson, RawJson } from '../graphql/raw-json';
-import { readMetadata } from '../snippets/snippet-metadata';
-import { parseSelectionTags, parseTags } from '../snippets/tag-rules';
+import { readMetadata } from '../prompt/snippet-metadata';
+import { parseSelectionTags, parseTags } from '../prompt/tags';
 import type { StoredVersion, VersionDiff } from './prompt-history.service';
 
 @ObjectType({ simpleResolvers: true, description: 'One stored state of a snippet.' })

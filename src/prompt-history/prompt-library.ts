@@ -7,15 +7,15 @@
  * the tables' cheap signature (row count, sum and maximum of `tstamp`) moved.
  */
 import type { DataSource } from 'typeorm';
-import { composeWithProvenance, type Composition } from '../configurations/composition';
+import { composeWithProvenance, type Composition } from '../prompt/composition';
 import { ConfigurationEntity } from '../configurations/configuration.entity';
-import { effectiveSystemPromptOf, selectedSnippetsOf } from '../configurations/configuration.service';
+import { effectiveSystemPromptOf, selectedSnippetsOf } from '../prompt/configuration-prompt';
 import { getEntities } from '../db/raw-rows';
 import { liveRowsInListOrder } from '../db/record-rules';
 import { PromptSnippetEntity } from '../snippets/snippet.entity';
-import { binaryCollation, nameCollationOf, type NameCollation } from '../snippets/list-order';
+import { binaryCollation, nameCollationOf, type NameCollation } from '../prompt/list-order';
 import { ActiveSnippetIndex } from '../snippets/snippet.service';
-import { normalizeTag, parseSelectionTags, parseTags } from '../snippets/tag-rules';
+import { normalizeTag, parseSelectionTags, parseTags } from '../prompt/tags';
 import type { PromptHistoryService } from './prompt-history.service';
 
 export type LibrarySnippet = PromptSnippetEntity & { isActive: boolean };

@@ -7,7 +7,7 @@ import { checkTextFits, textLimitOf } from '../db/text-limits';
 import { BadUserInputError, ConflictError } from '../shared/errors';
 import { SecretBox } from '../shared/secret-box';
 import { unixNow } from '../shared/time';
-import { readJsonObject } from '../snippets/snippet-metadata';
+import { readJsonObject } from '../prompt/snippet-metadata';
 import { ADAPTER_TYPES, type AdapterType, type ProviderSettings } from './adapters/types';
 import { ModelEntity } from './model.entity';
 import { ProviderEntity } from './provider.entity';

@@ -2,7 +2,7 @@
  * The rules of releases that need no database: what a label may be, what a
  * run of a release sends, and when publishing changes nothing.
  */
-import { applyMaxTokensFallback, type CallOptionsModel } from '../configurations/call-options';
+import { applyMaxTokensFallback, type CallOptionsModel } from '../prompt/call-options';
 import { phpArrayMerge, phpObjectText, type PhpArray } from '../shared/php-json';
 
 export const MAX_LABEL_LENGTH = 64;

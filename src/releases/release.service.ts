@@ -7,14 +7,15 @@
  * whatever was edited since.
  */
 import type { DataSource, EntityManager } from 'typeorm';
-import { callOptionsOf, effectiveSystemPromptOf, selectedSnippetsOf, type ConfigurationService } from '../configurations/configuration.service';
+import { type ConfigurationService } from '../configurations/configuration.service';
+import { callOptionsOf, effectiveSystemPromptOf, selectedSnippetsOf } from '../prompt/configuration-prompt';
 import type { ConfigurationEntity } from '../configurations/configuration.entity';
 import type { IdentifierLock } from '../db/identifier-lock';
 import type { ModelService } from '../providers/model.service';
 import type { PromptHistoryService } from '../prompt-history/prompt-history.service';
 import { skillStateOf, snippetStateOf } from '../prompt-history/record-states';
 import type { VersionPins } from '../prompt-history/version-pins';
-import type { SkillInput } from '../runs/engine/skill-block';
+import type { SkillInput } from '../prompt/skill-block';
 import { BadUserInputError, ConflictError, NotFoundError } from '../shared/errors';
 import { phpJsonDecode, phpObjectText, type PhpArray } from '../shared/php-json';
 import { unixNow } from '../shared/time';

@@ -1,7 +1,7 @@
 import type { PromptSnippetEntity } from '../snippets/snippet.entity';
 import type { SnippetService } from '../snippets/snippet.service';
 import { filterByTag } from '../snippets/snippet.service';
-import { parseTags } from '../snippets/tag-rules';
+import { parseTags } from '../prompt/tags';
 import type { SnippetDocument, SnippetSource } from './tools/snippet-tools';
 
 function toDocument(row: PromptSnippetEntity): SnippetDocument {

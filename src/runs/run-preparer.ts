@@ -8,7 +8,8 @@
  */
 import { Role, roleAtLeast, type Caller } from '../auth/roles';
 import type { ConfigurationEntity } from '../configurations/configuration.entity';
-import { callOptionsOf, effectiveSystemPromptOf, selectedSnippetsOf, type ConfigurationService } from '../configurations/configuration.service';
+import { type ConfigurationService } from '../configurations/configuration.service';
+import { callOptionsOf, effectiveSystemPromptOf, selectedSnippetsOf } from '../prompt/configuration-prompt';
 import type { Logger } from '../logger';
 import { createChatAdapter } from '../providers/adapters/registry';
 import type { CallOptions, ChatAdapter } from '../providers/adapters/types';

@@ -1,6 +1,6 @@
 import { IsOptional, MaxLength } from 'class-validator';
 import { Field, InputType, Int, ObjectType } from 'type-graphql';
-import { skillChecksumMatches } from '../runs/engine/skill-block';
+import { skillChecksumMatches } from '../prompt/skill-block';
 import type { SkillEntity } from './skill.entity';
 
 @ObjectType({ simpleResolvers: true, description: 'Reviewed reference prose injected into the first user message of a run.' })

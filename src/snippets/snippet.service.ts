@@ -1,3 +1,4 @@
+import { ActiveSnippetIndex as PromptSnippetIndex } from '../prompt/snippet-index';
 import type { DataSource, EntityManager } from 'typeorm';
 import { getEntities, getPreparedEntities } from '../db/raw-rows';
 import type { IdentifierLock } from '../db/identifier-lock';
@@ -7,9 +8,9 @@ import type { PromptHistoryService } from '../prompt-history/prompt-history.serv
 import { snippetStateOf } from '../prompt-history/record-states';
 import { BadUserInputError, NotFoundError } from '../shared/errors';
 import { unixNow } from '../shared/time';
-import { parseMetadataForWrite } from './snippet-metadata';
+import { parseMetadataForWrite } from '../prompt/snippet-metadata';
 import { PromptSnippetEntity } from './snippet.entity';
-import { hasTag, normalizeTag, parseTags, tagVocabulary, validateTagsForWrite } from './tag-rules';
+import { hasTag, normalizeTag, tagVocabulary, validateTagsForWrite } from '../prompt/tags';
 
 export interface SnippetWrite {
   identifier?: string;
@@ -209,43 +210,8 @@ export class SnippetService {
   }
 }
 
-/**
- * The active snippets of one request, indexed by normalised tag once, so that
- * any number of tag lookups (50 configurations × their tags) cost a map read.
- * Each tag's list keeps list order and holds a snippet once.
- */
-export class ActiveSnippetIndex {
-  private readonly byTag = new Map<string, PromptSnippetEntity[]>();
-
-  constructor(readonly rows: readonly PromptSnippetEntity[]) {
-    for (const row of rows) {
-      for (const tag of new Set(parseTags(row.tags))) {
-        const list = this.byTag.get(tag);
-        if (list) list.push(row);
-        else this.byTag.set(tag, [row]);
-      }
-    }
-  }
-
-  private readonly selections = new Map<string, readonly PromptSnippetEntity[]>();
-
-  /**
-   * Memoises a selection by the configuration's `snippet_tags` text: within a
-   * request many configurations share the same tags, and the selection only
-   * depends on them and on this index.
-   */
-  selection(snippetTags: string, select: () => readonly PromptSnippetEntity[]): readonly PromptSnippetEntity[] {
-    let selected = this.selections.get(snippetTags);
-    if (!selected) this.selections.set(snippetTags, (selected = select()));
-    return selected;
-  }
-
-  /** `activeByTag` of behaviour.md §3.3 over this index. */
-  activeByTag(tag: string): readonly PromptSnippetEntity[] {
-    const wanted = normalizeTag(tag);
-    return wanted === '' ? [] : (this.byTag.get(wanted) ?? []);
-  }
-}
+/** The index of one request's active snippet rows (see prompt/snippet-index). */
+export class ActiveSnippetIndex extends PromptSnippetIndex<PromptSnippetEntity> {}
 
 export function filterByTag(rows: readonly PromptSnippetEntity[], tag: string): PromptSnippetEntity[] {
   const wanted = normalizeTag(tag);

@@ -3,9 +3,9 @@ import { Field, InputType, Int, ObjectType } from 'type-graphql';
 import { DateTimeScalar, JSONScalar } from '../graphql/scalars';
 import { fromUnix } from '../shared/time';
 import { phpObjectJson, RawJson } from '../graphql/raw-json';
-import { readMetadata } from './snippet-metadata';
+import { readMetadata } from '../prompt/snippet-metadata';
 import type { PromptSnippetEntity } from './snippet.entity';
-import { parseTags } from './tag-rules';
+import { parseTags } from '../prompt/tags';
 
 @ObjectType({ simpleResolvers: true, description: 'A tagged prompt fragment (persona, tone of voice, audience, style, layout …).' })
 export class PromptSnippet {

@@ -3,7 +3,7 @@ import { createLogger } from '../../logger';
 import { ProviderConnectionError } from '../../providers/adapters/errors';
 import type { ChatMessage } from '../../providers/adapters/types';
 import { estimateCost, type ModelPrices } from '../../providers/cost';
-import { composeSnippets } from '../../snippets/snippet-composer';
+import { composeSnippets } from '../../prompt/snippet-text';
 import { createCalculatorTool } from '../tools/calculator';
 import { ToolInputError, createToolRegistry, type ToolRegistration, type ToolRegistry } from '../tools/tool-registry';
 import {
@@ -17,7 +17,7 @@ import {
   type AgentLoopLogger,
 } from './agent-loop';
 import type { ContextStep, EndStep, LlmStep, LoopOutcome, RequestStep, RunDelta, RunStep, ToolStep } from './run-step';
-import { SKILL_BLOCK_BEGIN, SKILL_BLOCK_END, type SkillInput } from './skill-block';
+import { SKILL_BLOCK_BEGIN, SKILL_BLOCK_END, type SkillInput } from '../../prompt/skill-block';
 import { createScriptedAdapter, type ScriptedAdapter, type ScriptedReply } from './scripted-adapter';
 import { TOOL_RESULT_TRUNCATION_MARKER } from './tool-result';
 

@@ -28,7 +28,7 @@ import type {
   ToolDefinition,
 } from '../../providers/adapters/types';
 import { estimateCost, type ModelPrices } from '../../providers/cost';
-import { composeSnippets } from '../../snippets/snippet-composer';
+import { composeSnippets } from '../../prompt/snippet-text';
 import { ToolInputError, toToolDefinition, type ToolRegistration, type ToolRegistry } from '../tools/tool-registry';
 import { contextBudget, fitContext, type ContextBudget } from './context-window';
 import type {
@@ -40,7 +40,7 @@ import type {
   RunStep,
   TerminationReason,
 } from './run-step';
-import { SKILL_BLOCK_MAX_BYTES, buildSkillBlock, injectSkillBlock, type SkillBlock, type SkillInput } from './skill-block';
+import { SKILL_BLOCK_MAX_BYTES, buildSkillBlock, injectSkillBlock, type SkillBlock, type SkillInput } from '../../prompt/skill-block';
 import { boundToolResult } from './tool-result';
 import {
   applyStep,

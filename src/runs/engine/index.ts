@@ -2,6 +2,6 @@
 export * from './agent-loop';
 export * from './context-window';
 export * from './run-step';
-export * from './skill-block';
+export * from '../../prompt/skill-block';
 export * from './tool-result';
 export * from './run-machine';

@@ -3,7 +3,7 @@
  * the database implementation must have, and the source the tool tests use.
  */
 
-import { compareByteOrder, hasTag, parseTags } from '../../snippets/tag-rules';
+import { compareByteOrder, hasTag, parseTags } from '../../prompt/tags';
 import type { SnippetDocument, SnippetSearchFilter, SnippetSource } from './snippet-tools';
 
 /** The columns of a `tx_nrllm_promptsnippet` row the tools read. */

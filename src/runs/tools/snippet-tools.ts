@@ -7,7 +7,7 @@
  * 0`) and not deleted.
  */
 
-import { lowerCaseAscii, normalizeTag, trimWhitespace } from '../../snippets/tag-rules';
+import { lowerCaseAscii, normalizeTag, trimWhitespace } from '../../prompt/tags';
 import { ToolInputError, type ToolRegistration } from './tool-registry';
 
 /** A snippet as the tools read it. `tags` is the normalised token list (behaviour.md §2). */

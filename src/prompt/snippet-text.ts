@@ -8,7 +8,7 @@
  * or reorder the pairs.
  */
 
-import { trimWhitespace } from './tag-rules';
+import { trimWhitespace } from './tags';
 
 /** One entry to compose: the label printed before the colon and the fragment text. */
 export interface SnippetPair {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { ChatMessage } from '../../providers/adapters/types';
+import type { ChatMessage } from '../providers/adapters/types';
 import {
   SKILL_BLOCK_BEGIN,
   SKILL_BLOCK_END,

@@ -1,4 +1,4 @@
-import { composeSnippets } from './snippet-composer';
+import { composeSnippets } from './snippet-text';
 
 describe('composeSnippets', () => {
   it('renders one pair as label, colon, newline, text', () => {

@@ -7,7 +7,7 @@
  * comparator is only for placing a row the database has not seen yet (an
  * edit being previewed). Equal names fall back to the uid.
  */
-import { compareByteOrder } from './tag-rules';
+import { compareByteOrder } from './tags';
 
 export type NameCollation = (left: string, right: string) => number;
 

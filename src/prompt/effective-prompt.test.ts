@@ -6,7 +6,7 @@ import {
   messagesHaveSystem,
   selectSnippets,
 } from './effective-prompt';
-import { parseSelectionTags } from '../snippets/tag-rules';
+import { parseSelectionTags } from './tags';
 
 let nextUid = 1;
 

@@ -11,7 +11,7 @@
  */
 
 import { createHash } from 'node:crypto';
-import type { ChatMessage } from '../../providers/adapters/types';
+import type { ChatMessage } from '../providers/adapters/types';
 
 /** The most bytes the whole block (preamble and markers included) may take. */
 export const SKILL_BLOCK_MAX_BYTES = 24000;

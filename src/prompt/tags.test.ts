@@ -9,7 +9,7 @@ import {
   tagVocabulary,
   trimWhitespace,
   validateTagsForWrite,
-} from './tag-rules';
+} from './tags';
 
 describe('trimWhitespace', () => {
   it('removes space, tab, newline, carriage return, NUL and vertical tab from both ends', () => {

@@ -8,8 +8,8 @@
  * site composes from the same rows.
  */
 
-import { composeSnippets } from '../snippets/snippet-composer';
-import { lowerCaseAscii, trimWhitespace } from '../snippets/tag-rules';
+import { composeSnippets } from './snippet-text';
+import { lowerCaseAscii, trimWhitespace } from './tags';
 
 /** What the selection needs to know about a snippet row. */
 export interface SelectableSnippet {

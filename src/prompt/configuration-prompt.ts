@@ -1,0 +1,68 @@
+/**
+ * A configuration's prompt and call options, over plain records: the one
+ * place the API (effectiveSystemPrompt, selectedSnippets, callOptions), runs,
+ * releases and impact previews get them from. Each step is one rule of its
+ * own module: the selection (effective-prompt `selectSnippets`), the snippet
+ * block and its append (`composeSnippetBlock`, `appendSnippetBlock`), the call
+ * options (call-options `buildCallOptions`).
+ */
+import type { PhpArray } from '../shared/php-json';
+import { buildCallOptions, type CallOptionsModel, readOptions } from './call-options';
+import { appendSnippetBlock, composeSnippetBlock, selectSnippets } from './effective-prompt';
+import type { ActiveSnippetIndex, IndexedSnippet } from './snippet-index';
+import { parseSelectionTags } from './tags';
+
+/** The configuration columns the prompt rules read (`tx_nrllm_configuration`). */
+export interface PromptConfiguration {
+  snippetTags: string;
+  systemPrompt: string;
+  temperature: number;
+  topP: number;
+  frequencyPenalty: number;
+  presencePenalty: number;
+  maxTokens: number;
+  timeout: number;
+  translator: string | null;
+  /** The `options` column as stored (JSON text or null). */
+  options: string | null;
+}
+
+/** The snippets a configuration's tags select now (behaviour.md §4.1), from one index of active snippets. */
+export function selectedSnippetsOf<S extends IndexedSnippet>(configuration: Pick<PromptConfiguration, 'snippetTags'>, activeSnippets: ActiveSnippetIndex<S>): readonly S[] {
+  return activeSnippets.selection(configuration.snippetTags, () => {
+    const tags = parseSelectionTags(configuration.snippetTags);
+    return tags.length === 0 ? [] : (selectSnippets(tags, (tag) => activeSnippets.activeByTag(tag)) as S[]);
+  });
+}
+
+/** The configuration's prompt (or a per-run override) with its snippet block appended (behaviour.md §4). */
+export function effectiveSystemPromptOf(configuration: Pick<PromptConfiguration, 'snippetTags' | 'systemPrompt'>, activeSnippets: ActiveSnippetIndex, override?: string | null): string {
+  const prompt = override !== undefined && override !== null && override !== '' ? override : configuration.systemPrompt;
+  return appendSnippetBlock(prompt, composeSnippetBlock(selectedSnippetsOf(configuration, activeSnippets)));
+}
+
+/**
+ * The call options of behaviour.md §5 for a configuration: the one place a
+ * model call's options are built, with the snippet block appended to the
+ * system prompt, as a PHP array (`phpJsonEncode` gives nr_llm's JSON of it,
+ * `plainValueOf` a JavaScript object). `overrides` are per-call values (a
+ * run's maxTokens, temperature).
+ */
+export function callOptionsOf(configuration: PromptConfiguration, model: CallOptionsModel | null, activeSnippets: ActiveSnippetIndex, overrides: PhpArray = new Map()): PhpArray {
+  return buildCallOptions({
+    configuration: {
+      temperature: configuration.temperature,
+      topP: configuration.topP,
+      frequencyPenalty: configuration.frequencyPenalty,
+      presencePenalty: configuration.presencePenalty,
+      maxTokens: configuration.maxTokens,
+      systemPrompt: configuration.systemPrompt,
+      timeout: configuration.timeout,
+      translator: configuration.translator ?? '',
+      options: readOptions(configuration.options),
+    },
+    model,
+    overrides,
+    snippetBlock: composeSnippetBlock(selectedSnippetsOf(configuration, activeSnippets)),
+  });
+}
