@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { mysqlTagPattern, registerSqliteTagFunction, SQLITE_HAS_TAG_FUNCTION, tagCondition } from './tag-match-sql';
-import { hasTag } from './tag-rules';
+import { hasTag } from '../prompt/tags';
 
 /** Stored tag lists as TYPO3 (or a person with a SQL prompt) may leave them. */
 const CSVS = [

@@ -13,7 +13,7 @@
  */
 import type { Dialect } from '../db/data-source';
 import type { SqlCondition } from '../db/keyset';
-import { hasTag, normalizeTag } from './tag-rules';
+import { hasTag, normalizeTag } from '../prompt/tags';
 
 /** The SQLite function the tag filters call: `promptwire_has_tag(csv, tag)` is 1 when `hasTag(csv, tag)`. */
 export const SQLITE_HAS_TAG_FUNCTION = 'promptwire_has_tag';
