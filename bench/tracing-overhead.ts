@@ -12,7 +12,7 @@
  *   - sampled out: an endpoint, but OTEL_TRACES_SAMPLER=always_off: the SDK is
  *     loaded and asked for every span, none is recorded or sent;
  *   - exporting: OTEL_EXPORTER_OTLP_ENDPOINT pointing at a local OTLP/HTTP
- *     receiver in this process (protobuf, every span sampled), so every span
+ *     receiver in its own process (protobuf, every span sampled), so every span
  *     is built, batched, encoded and sent;
  *   - exporting with content: the same with
  *     OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true (every chat span
@@ -31,8 +31,8 @@
  * Run: `npm run build && NODE_ENV=production node dist/bench/tracing-overhead.js`
  * (BENCH_RUNS, BENCH_BURSTS, BENCH_BURST_SECONDS override 200, 10, 2.)
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { fork } from 'node:child_process';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createScriptedAdapter, type ScriptedReply } from '../src/runs/engine/scripted-adapter';
 import type { BusListener } from '../src/runs/trace-bus';
@@ -63,23 +63,30 @@ function script(): ScriptedReply[] {
   return replies;
 }
 
-/** A collector that accepts every export and keeps only counts. */
-async function startReceiver(): Promise<{ url: string; requests: () => number; bytes: () => number; close: () => Promise<void> }> {
-  let requests = 0;
-  let bytes = 0;
-  const server = http.createServer((request, response) => {
-    request.on('data', (chunk: Buffer) => (bytes += chunk.length));
-    request.on('end', () => {
-      requests += 1;
-      response.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+/** A collector in its own process that accepts every export and keeps only counts (bench/otlp-receiver). */
+async function startReceiver(): Promise<{ url: string; counts: () => Promise<{ requests: number; bytes: number }>; close: () => Promise<void> }> {
+  const child = fork(path.join(__dirname, 'otlp-receiver.js'), [], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  const url = await new Promise<string>((resolve, reject) => {
+    let output = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /READY (\S+)/.exec(output);
+      if (match?.[1]) resolve(match[1]);
     });
+    child.once('exit', (code) => reject(new Error(`the OTLP receiver exited with ${code}`)));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    requests: () => requests,
-    bytes: () => bytes,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
+    url,
+    counts: () =>
+      new Promise((resolve) => {
+        child.once('message', (message: { requests: number; bytes: number }) => resolve(message));
+        child.send({ type: 'counts' });
+      }),
+    close: () =>
+      new Promise((resolve) => {
+        child.once('exit', () => resolve());
+        child.send({ type: 'exit' });
+      }),
   };
 }
 
@@ -115,6 +122,7 @@ export async function runTracingOverhead(): Promise<void> {
   const runMs = new Map<VariantName, number[]>(variants.map((variant) => [variant, []]));
   const listRates = new Map<VariantName, number[]>(variants.map((variant) => [variant, []]));
   let listErrors = 0;
+  let exported = { requests: 0, bytes: 0 };
   try {
     for (const variant of variants) {
       const database = await createScratchDatabase('sqlite');
@@ -161,6 +169,7 @@ export async function runTracingOverhead(): Promise<void> {
       await server.stop();
       await database.cleanup();
     }
+    exported = await receiver.counts();
     await receiver.close();
   }
 
@@ -192,7 +201,7 @@ export async function runTracingOverhead(): Promise<void> {
     listBursts: bursts,
     listBurstSeconds: burstSeconds,
     listErrors,
-    exported: { requests: receiver.requests(), bytes: receiver.bytes() },
+    exported,
     rows,
   });
   console.log(
@@ -201,7 +210,7 @@ export async function runTracingOverhead(): Promise<void> {
       rows.map((row) => [row.variant, `${row.run.p50} / ${row.run.mean} / ${row.run.p99}`, `${row.runRatioP50}× / ${row.runRatioMean}×`, row.listRequestsPerSecondMedian, `${row.listRatio}×`]),
     ),
   );
-  console.log(`list errors: ${listErrors}; exported: ${receiver.requests()} OTLP requests, ${Math.round(receiver.bytes() / 1024)} KiB`);
+  console.log(`list errors: ${listErrors}; exported: ${exported.requests} OTLP requests, ${Math.round(exported.bytes / 1024)} KiB`);
 }
 
 if (require.main === module) {
