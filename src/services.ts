@@ -5,6 +5,7 @@ import type { DataSource } from 'typeorm';
 import { ApiTokenService } from './auth/api-token.service';
 import type { RevocationBus } from './auth/revocation-bus';
 import type { AppConfig } from './config';
+import { ConfigurationRepository } from './configurations/configuration.repository';
 import { ConfigurationService } from './configurations/configuration.service';
 import type { Dialect } from './db/data-source';
 import { IdentifierLock } from './db/identifier-lock';
@@ -22,6 +23,7 @@ import { ReleaseService } from './releases/release.service';
 import type { RunService } from './runs/run.service';
 import type { SecretBox } from './shared/secret-box';
 import { SkillService } from './skills/skill.service';
+import { SnippetRepository } from './snippets/snippet.repository';
 import { SnippetService } from './snippets/snippet.service';
 import { createWebhookFeature } from './webhooks';
 import type { WebhookDispatcher } from './webhooks/webhook-dispatcher';
@@ -71,8 +73,8 @@ export function createCoreServices(
   const history = new PromptHistoryService(dataSource, promptEvents, webhooks.outbox);
   const providers = new ProviderService(dataSource, identifiers, secrets, config);
   const models = new ModelService(dataSource, identifiers);
-  const snippets = new SnippetService(dataSource, identifiers, history);
-  const configurations = new ConfigurationService(dataSource, identifiers, history);
+  const snippets = new SnippetService(dataSource, identifiers, history, new SnippetRepository(dataSource, dialect));
+  const configurations = new ConfigurationService(dataSource, identifiers, history, new ConfigurationRepository(dataSource, dialect));
   return {
     dataSource,
     dialect,

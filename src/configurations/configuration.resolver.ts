@@ -1,6 +1,7 @@
-import type { GraphQLResolveInfo } from 'graphql';
+import type { FieldNode, GraphQLResolveInfo } from 'graphql';
 import { Arg, Authorized, Ctx, FieldResolver, Info, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import { Role, roleAtLeast } from '../auth/roles';
+import { type ConnectionView, toConnection } from '../graphql/connection';
 import type { GraphQLContext } from '../graphql/context';
 import { COMPOSED_PROMPT_COST } from '../graphql/query-limits';
 import { phpObjectJson, type RawJson } from '../graphql/raw-json';
@@ -13,15 +14,35 @@ import { PromptSnippet } from '../snippets/snippet.types';
 import { NotFoundError } from '../shared/errors';
 import { type ConfigurationWriter } from './configuration.service';
 import { callOptionsOf, effectiveSystemPromptOf, selectedSnippetsOf } from '../prompt/configuration-prompt';
-import { CreateConfigurationInput, LlmConfiguration, toLlmConfiguration, UpdateConfigurationInput } from './configuration.types';
+import { ConfigurationFilter, CreateConfigurationInput, LlmConfiguration, LlmConfigurationConnection, toLlmConfiguration, UpdateConfigurationInput } from './configuration.types';
 
 const SNIPPET_FIELDS = new Set(['selectedSnippets', 'effectiveSystemPrompt', 'callOptions']);
 
 /** Whether the query selects one of `names` on this field's objects (fragments count as "maybe": true). */
 function selectsAny(info: GraphQLResolveInfo, names: ReadonlySet<string>): boolean {
-  return info.fieldNodes.some((node) =>
-    (node.selectionSet?.selections ?? []).some((selection) => selection.kind !== 'Field' || names.has(selection.name.value)),
-  );
+  return selectionsSelectAny(info.fieldNodes, names);
+}
+
+function selectionsSelectAny(nodes: readonly FieldNode[], names: ReadonlySet<string>): boolean {
+  return nodes.some((node) => (node.selectionSet?.selections ?? []).some((selection) => selection.kind !== 'Field' || names.has(selection.name.value)));
+}
+
+/** `selectsAny` for the nodes of a connection: under `nodes` and `edges { node }` (fragments count as "maybe"). */
+function connectionSelectsAny(info: GraphQLResolveInfo, names: ReadonlySet<string>): boolean {
+  const rows: FieldNode[] = [];
+  for (const node of info.fieldNodes) {
+    for (const selection of node.selectionSet?.selections ?? []) {
+      if (selection.kind !== 'Field') return true;
+      if (selection.name.value === 'nodes') rows.push(selection);
+      if (selection.name.value === 'edges') {
+        for (const edge of selection.selectionSet?.selections ?? []) {
+          if (edge.kind !== 'Field') return true;
+          if (edge.name.value === 'node') rows.push(edge);
+        }
+      }
+    }
+  }
+  return selectionsSelectAny(rows, names);
 }
 
 @Resolver(() => LlmConfiguration)
@@ -54,6 +75,27 @@ export class ConfigurationResolver {
       if (provider) loaders.providerByUid.prime(provider.uid, provider);
     }
     return rows.map(({ configuration }) => toLlmConfiguration(configuration));
+  }
+
+  @Authorized(Role.VIEWER)
+  @Query(() => LlmConfigurationConnection, {
+    description:
+      'Every configuration that passes `filter`, in the order of `configurations`, a page of `first` (at most 500) after the cursor `after`. Rows added or deleted between pages neither repeat nor skip the others.',
+  })
+  async configurationsConnection(
+    @Ctx() { services, loaders }: GraphQLContext,
+    @Info() info: GraphQLResolveInfo,
+    @Arg('first', () => Int, { nullable: true, defaultValue: 50 }) first: number | null = 50,
+    @Arg('after', () => String, { nullable: true }) after: string | null = null,
+    @Arg('filter', () => ConfigurationFilter, { nullable: true }) filter: ConfigurationFilter | null = null,
+  ): Promise<ConnectionView<LlmConfiguration>> {
+    if (connectionSelectsAny(info, SNIPPET_FIELDS)) void loaders.activeSnippets().catch(() => undefined);
+    const page = await services.configurations.page({ first: first ?? 50, after, ...filter });
+    for (const { row } of page.rows) {
+      if (row.model) loaders.modelByUid.prime(row.model.uid, row.model);
+      if (row.provider) loaders.providerByUid.prime(row.provider.uid, row.provider);
+    }
+    return toConnection(page, (row) => toLlmConfiguration(row.configuration));
   }
 
   @FieldResolver(() => LlmModel, { nullable: true })
@@ -125,8 +167,8 @@ export class ConfigurationResolver {
   }
 
   @FieldResolver(() => [ConfigurationVersion], { description: 'Newest first; version 1 is the first state the service saw.' })
-  async versions(@Root() configuration: LlmConfiguration, @Ctx() { services }: GraphQLContext): Promise<ConfigurationVersion[]> {
-    return (await services.history.versions('configuration', configuration.uid)).map(toConfigurationVersion);
+  async versions(@Root() configuration: LlmConfiguration, @Ctx() { loaders }: GraphQLContext): Promise<ConfigurationVersion[]> {
+    return (await loaders.versionsByUid.configuration.load(configuration.uid)).map(toConfigurationVersion);
   }
 
   @Authorized(Role.VIEWER)

@@ -1,4 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
+import { checkFirst, decodeCursor, type KeysetPage, readKeysetPage } from '../db/keyset';
 import { getEntities, getPreparedEntityRows } from '../db/raw-rows';
 import type { IdentifierLock } from '../db/identifier-lock';
 import { assertIdentifierAvailable, checkPage, findLiveByIdentifierOrFail, findLiveOrFail, normalizeIdentifier, optionalText, type Page, requireName, liveRowsInListOrder, newRecordColumns } from '../db/record-rules';
@@ -12,8 +13,11 @@ import { unixNow } from '../shared/time';
 import { SkillEntity } from '../skills/skill.entity';
 import { parseMetadataForWrite, readJsonObject } from '../prompt/snippet-metadata';
 import { parseSelectionTags, validateTagsForWrite } from '../prompt/tags';
+import { checkFilterTags, checkSearch } from '../snippets/snippet.service';
+import type { TagMatchMode } from '../snippets/tag-match-sql';
 import { ConfigurationSkillEntity } from './configuration-skill.entity';
 import { ConfigurationEntity } from './configuration.entity';
+import { CONFIGURATION_KEY_KINDS, CONFIGURATION_LIST, type ConfigurationRepository, type ListedConfiguration } from './configuration.repository';
 import { adminOnlyOptionChanged, EDITOR_OPTION_KEYS } from './editor-options';
 
 export interface ConfigurationWrite {
@@ -53,12 +57,47 @@ export interface ConfigurationWriter {
 
 const ADMIN: ConfigurationWriter = { mayChangeAdminOptions: true };
 
+/** One page of the configuration list as a client asks for it (`configurationsConnection`). */
+export interface ConfigurationPageRequest {
+  first: number;
+  after?: string | null;
+  tags?: readonly string[] | null;
+  tagsMatch?: TagMatchMode | null;
+  isActive?: boolean | null;
+  hidden?: boolean | null;
+  search?: string | null;
+}
+
 export class ConfigurationService {
   constructor(
     private readonly dataSource: DataSource,
     private readonly identifiers: IdentifierLock,
     private readonly history: PromptHistoryService,
+    private readonly repository: ConfigurationRepository,
   ) {}
+
+  /**
+   * One page of the non-deleted configurations that pass the filters, in list
+   * order (sorting, then name, then uid), each with its model and provider,
+   * after the position `after` names. `tags` match `snippetTags` by the tag rules.
+   */
+  async page(request: ConfigurationPageRequest): Promise<KeysetPage<ListedConfiguration>> {
+    const first = checkFirst(request.first);
+    const source = this.repository.listed({
+      tags: checkFilterTags(request.tags),
+      tagsMatch: request.tagsMatch ?? 'ANY',
+      isActive: request.isActive ?? null,
+      hidden: request.hidden ?? null,
+      search: checkSearch(request.search),
+    });
+    const after = request.after === undefined || request.after === null ? null : decodeCursor(CONFIGURATION_LIST, CONFIGURATION_KEY_KINDS, request.after);
+    return readKeysetPage(CONFIGURATION_LIST, source, first, after);
+  }
+
+  /** The non-deleted configurations with these uids (any order). */
+  async findByUids(uids: readonly number[]): Promise<ConfigurationEntity[]> {
+    return this.repository.findByUids(uids);
+  }
 
   async list(page: Page): Promise<ConfigurationEntity[]> {
     const { limit, offset } = checkPage(page);

@@ -1,9 +1,11 @@
 import { IsOptional, MaxLength } from 'class-validator';
 import { Field, Float, InputType, Int, ObjectType } from 'type-graphql';
+import { connectionTypes } from '../graphql/connection';
 import { JSONScalar } from '../graphql/scalars';
 import { phpObjectJson, RawJson } from '../graphql/raw-json';
 import { readOptions } from '../prompt/call-options';
 import { parseSelectionTags } from '../prompt/tags';
+import { TagMatch } from '../snippets/snippet.types';
 import type { ConfigurationEntity } from './configuration.entity';
 
 @ObjectType({ simpleResolvers: true, description: 'A model with its parameters, its system prompt and the snippet tags composed into it.' })
@@ -93,4 +95,23 @@ export class UpdateConfigurationInput {
   @Field({ nullable: true }) hidden?: boolean;
   @Field({ nullable: true }) isDefault?: boolean;
   @Field(() => Int, { nullable: true }) sorting?: number;
+}
+
+export const { ConnectionType: LlmConfigurationConnection } = connectionTypes(
+  LlmConfiguration,
+  'LlmConfiguration',
+  'A page of configurations in list order (sorting, then name, then uid), with cursors.',
+);
+
+@InputType({ description: 'Filters of configurationsConnection; given ones combine with AND.' })
+export class ConfigurationFilter {
+  @Field(() => [String], {
+    nullable: true,
+    description: 'Configurations whose snippetTags hold these tags, matched as stored tags are read (` STYLE ` is `style`; `style` never matches `lifestyle`). At most 50.',
+  })
+  tags?: string[] | null;
+  @Field(() => TagMatch, { nullable: true, defaultValue: TagMatch.ANY, description: 'ANY: at least one of `tags`; ALL: every one.' }) tagsMatch?: TagMatch | null;
+  @Field(() => Boolean, { nullable: true }) isActive?: boolean | null;
+  @Field(() => Boolean, { nullable: true }) hidden?: boolean | null;
+  @Field(() => String, { nullable: true, description: 'Found, case-insensitively, in identifier, name or description. At most 1,000 characters.' }) search?: string | null;
 }

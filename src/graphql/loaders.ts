@@ -1,7 +1,10 @@
 import DataLoader from 'dataloader';
+import type { ConfigurationEntity } from '../configurations/configuration.entity';
 import type { ModelPriceEntity } from '../providers/model-price.entity';
 import type { ModelEntity } from '../providers/model.entity';
+import type { StoredVersion } from '../prompt-history/prompt-history.service';
 import type { PromptLibrary } from '../prompt-history/prompt-library';
+import type { VersionedKind } from '../prompt-history/version-state';
 import type { ProviderEntity } from '../providers/provider.entity';
 import type { StoredRelease } from '../releases/release.service';
 import type { RunProvenance } from '../runs/run-store';
@@ -16,6 +19,10 @@ import { type PromptSnippet, toPromptSnippet } from '../snippets/snippet.types';
  * providers, skills and selected snippets costs a fixed number of queries.
  */
 export interface Loaders {
+  /** The stored versions of each record, newest first, by kind and uid. */
+  versionsByUid: { [K in VersionedKind]: DataLoader<number, StoredVersion<K>[]> };
+  /** Non-deleted configurations by uid (a run's configuration). */
+  configurationByUid: DataLoader<number, ConfigurationEntity | null>;
   modelByUid: DataLoader<number, ModelEntity | null>;
   providerByUid: DataLoader<number, ProviderEntity | null>;
   priceByModelUid: DataLoader<number, ModelPriceEntity | null>;
@@ -45,7 +52,24 @@ export function createLoaders(services: Services): Loaders {
     if (!view) views.set(row, (view = toPromptSnippet(row)));
     return view;
   };
+  // Batched but not cached: a later mutation of the same document may have written a version or changed the row.
+  const versionsOf = <K extends VersionedKind>(kind: K) =>
+    new DataLoader<number, StoredVersion<K>[]>(
+      async (uids) => {
+        const map = await services.history.versionsOf(kind, uids);
+        return uids.map((uid) => map.get(uid) ?? []);
+      },
+      { cache: false },
+    );
   return {
+    versionsByUid: { snippet: versionsOf('snippet'), configuration: versionsOf('configuration'), skill: versionsOf('skill') },
+    configurationByUid: new DataLoader(
+      async (uids) => {
+        const rows = await services.configurations.findByUids(uids);
+        return uids.map((uid) => rows.find((row) => row.uid === uid) ?? null);
+      },
+      { cache: false },
+    ),
     modelByUid: new DataLoader(async (uids) => {
       const rows = await services.models.findByUids(uids);
       return uids.map((uid) => rows.find((row) => row.uid === uid) ?? null);

@@ -14,6 +14,9 @@
  *    UNPAGED_LIST_ROWS; a list embedded in a stored record (EMBEDDED_LIST:
  *    a step's messages, a message's tool calls) counts as one row, since it
  *    is read with its record and its size is bounded by MAX_RESPONSE_BYTES;
+ *  - a connection (`snippetsConnection(first:)` …) counts its `edges` and its
+ *    `nodes` like a list of `first` rows (or that argument's default); its
+ *    `pageInfo` and `totalCount` count once;
  *  - introspection costs a fixed amount per `__schema` / `__type`, whatever
  *    it selects (its answer is bounded by the schema, not by the data).
  * Aliases are what multiply a document: each alias is counted again.
@@ -23,8 +26,12 @@ import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import {
   type DocumentNode,
   type ExecutionResult,
+  getNamedType,
   getNullableType,
+  type GraphQLArgument,
   GraphQLError,
+  type GraphQLField,
+  isObjectType,
   type GraphQLSchema,
   isListType,
   type ParseOptions,
@@ -57,18 +64,52 @@ export const TYPE_INTROSPECTION_COST = 50;
 /** Field extensions of a list that is part of a stored record rather than rows of its own (see the module comment). */
 export const EMBEDDED_LIST = { embeddedList: true } as const;
 
-/** The cost of one field (see the module comment). */
-export const fieldCost: ComplexityEstimator = ({ field, args, childComplexity }) => {
+/** Field extensions of a connection's `edges` and `nodes`: one row each, multiplied by the connection's `first`. */
+export const CONNECTION_ROWS = { connectionRows: true } as const;
+
+/**
+ * What the estimate of one document carries from field to field: the costs
+ * of one row of the `edges` / `nodes` seen since the last connection. The
+ * estimator visits a field after its whole selection, so a connection finds
+ * exactly its own rows here (a nested connection has taken its own already).
+ */
+export interface CostEstimate {
+  connectionRowCosts: number[];
+}
+
+/** The cost of one field (see the module comment). `context` is the document's CostEstimate. */
+export const fieldCost: ComplexityEstimator = ({ field, args, childComplexity, context }) => {
   if (field.name === '__schema') return SCHEMA_INTROSPECTION_COST;
   if (field.name === '__type') return TYPE_INTROSPECTION_COST;
   const declared: unknown = field.extensions?.complexity;
   const own = typeof declared === 'number' ? declared : 1;
+  const estimate = context as CostEstimate | undefined;
+  if (field.extensions?.connectionRows === true) {
+    // One row here; the connection multiplies it (without an estimate to carry it: as an unpaged list).
+    if (!estimate) return own + UNPAGED_LIST_ROWS * childComplexity;
+    estimate.connectionRowCosts.push(own + childComplexity);
+    return own + childComplexity;
+  }
+  if (isConnection(field)) {
+    const rowCost = estimate ? estimate.connectionRowCosts.splice(0).reduce((sum, cost) => sum + cost, 0) : 0;
+    return own + childComplexity - rowCost + pageRows(args.first, field.args.find((arg) => arg.name === 'first')) * rowCost;
+  }
   if (!isListType(getNullableType(field.type))) return own + childComplexity;
   if (field.extensions?.embeddedList === true) return own + childComplexity;
-  const limit: unknown = args.limit;
-  const rows = typeof limit === 'number' && Number.isFinite(limit) ? Math.min(Math.max(0, limit), MAX_PAGE_SIZE) : UNPAGED_LIST_ROWS;
-  return own + rows * childComplexity;
+  return own + pageRows(args.limit) * childComplexity;
 };
+
+/** The rows a page may hold: its size argument (the argument's default when null), at most MAX_PAGE_SIZE; UNPAGED_LIST_ROWS without one. */
+function pageRows(size: unknown, argument?: GraphQLArgument): number {
+  const rows = size ?? argument?.defaultValue;
+  return typeof rows === 'number' && Number.isFinite(rows) ? Math.min(Math.max(0, rows), MAX_PAGE_SIZE) : UNPAGED_LIST_ROWS;
+}
+
+/** A field whose type is a connection: its type's `edges` are connection rows. */
+function isConnection(field: GraphQLField<unknown, unknown>): boolean {
+  const type = getNamedType(field.type);
+  return isObjectType(type) && type.getFields().edges?.extensions?.connectionRows === true;
+}
 
 /** Parser options: a document longer than the token limit is refused while it is read. */
 export function parseOptionsFor(limits: QueryLimits): ParseOptions {
@@ -99,14 +140,15 @@ export function costRefusal(
 ): GraphQLError | null {
   let cost: number;
   try {
-    cost = getComplexity({ schema, query: document, variables: variables ?? {}, operationName: operationName ?? undefined, estimators: [fieldCost] });
+    const estimate: CostEstimate = { connectionRowCosts: [] };
+    cost = getComplexity({ schema, query: document, variables: variables ?? {}, operationName: operationName ?? undefined, estimators: [fieldCost], context: estimate });
   } catch (error) {
     // Thrown for documents too large to estimate (more nodes than the estimator visits).
     return inputError(`The query could not be estimated: ${error instanceof Error ? error.message : String(error)}`);
   }
   if (cost <= limits.maxCost) return null;
   return inputError(
-    `The query is too costly: about ${Math.round(cost)} (MAX_QUERY_COST is ${limits.maxCost}). Ask for fewer rows (limit), fewer fields or fewer aliases.`,
+    `The query is too costly: about ${Math.round(cost)} (MAX_QUERY_COST is ${limits.maxCost}). Ask for fewer rows (limit, first), fewer fields or fewer aliases.`,
   );
 }
 

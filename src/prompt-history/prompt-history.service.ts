@@ -145,6 +145,22 @@ export class PromptHistoryService {
     return rows.map((row) => toStored<K>(row));
   }
 
+  /** The versions of each record, newest first, in one query (a list's `versions`). */
+  async versionsOf<K extends VersionedKind>(kind: K, uids: readonly number[]): Promise<Map<number, StoredVersion<K>[]>> {
+    const result = new Map<number, StoredVersion<K>[]>(uids.map((uid) => [uid, []]));
+    if (uids.length === 0) return result;
+    const rows = await this.dataSource
+      .getRepository(PromptVersionEntity)
+      .createQueryBuilder('v')
+      .where('v.kind = :kind', { kind })
+      .andWhere('v.recordUid IN (:...uids)', { uids: [...new Set(uids)] })
+      .orderBy('v.recordUid', 'ASC')
+      .addOrderBy('v.version', 'DESC')
+      .getMany();
+    for (const row of rows) result.get(row.recordUid)?.push(toStored<K>(row));
+    return result;
+  }
+
   async version<K extends VersionedKind>(kind: K, uid: number, version: number, field = 'version'): Promise<StoredVersion<K>> {
     const row = await this.dataSource.getRepository(PromptVersionEntity).findOne({ where: { kind, recordUid: uid, version } });
     if (!row) throw new NotFoundError(`The ${kind} ${uid} has no version ${version}`, field);

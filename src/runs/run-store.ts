@@ -2,7 +2,9 @@
  * The run tables: `tx_nrllm_agentrun` and `tx_nrllm_agentrun_event`.
  * A step is written with its sequence number before anyone is told about it.
  */
-import type { DataSource, EntityManager } from 'typeorm';
+import type { DataSource, EntityManager, SelectQueryBuilder } from 'typeorm';
+import { afterPosition, atOrBeforePosition, type KeyColumn, type KeyKind, type KeysetSource, positionOf } from '../db/keyset';
+import { getEntityRowsWithKeys } from '../db/raw-rows';
 import { unixNow } from '../shared/time';
 import { AgentRunEventEntity } from './agent-run-event.entity';
 import { AgentRunEntity } from './agent-run.entity';
@@ -14,7 +16,7 @@ import type { ReleasedRecord } from '../releases/release-rules';
 import type { ApprovalStep, EndStep, RequestedToolCall, RunStep } from './engine/run-step';
 import type { StoredStep } from './trace-bus';
 import { storedCost, storedInt } from './engine/usage-limits';
-import { OPEN_STORED_STATUSES, readRunStatus, storedSpellings } from './run-status';
+import { KNOWN_READ_STATUSES, OPEN_STORED_STATUSES, readRunStatus, readStatusesShownAs, type RunStatus as ShownStatus, storedSpellings } from './run-status';
 
 /** Written into `claimed_by` of the runs this service executes; nr_llm's own workers write their ids there. */
 export const RUN_OWNER_MARK = 'promptwire';
@@ -56,6 +58,31 @@ export interface RunProvenance {
   label: string | null;
   snippets: ReleasedRecord[];
 }
+
+/** Filters of the run list; given ones combine with AND. */
+export interface RunListFilter {
+  /** Runs the API shows with one of these statuses; null = any. */
+  statuses: readonly ShownStatus[] | null;
+  /** A configuration identifier, lower case, compared without case with the one the run recorded. */
+  configuration: string | null;
+  /** A release label (lower case, as stored) the run was started with. */
+  label: string | null;
+  /** Created at or after this unix second. */
+  createdFrom: number | null;
+  /** Created before this unix second. */
+  createdBefore: number | null;
+}
+
+/** The name a cursor of the run list carries. */
+export const RUN_LIST = 'runs';
+
+/** The run list's order, newest first: created, then uid. */
+const RUN_ORDER: readonly KeyColumn[] = [
+  { column: 'r.crdate', direction: 'DESC' },
+  { column: 'r.uid', direction: 'DESC' },
+];
+const RUN_KEYS = ['r_crdate', 'r_uid'];
+export const RUN_KEY_KINDS: readonly KeyKind[] = ['value', 'integer'];
 
 /** Called inside the transaction that stores a run's END, so what it writes commits with the END or not at all. */
 export type RunEndedHook = (manager: EntityManager, run: EndedRun) => Promise<void>;
@@ -371,6 +398,50 @@ export class RunStore {
 
   async listRuns(limit: number, offset: number): Promise<AgentRunEntity[]> {
     return this.dataSource.getRepository(AgentRunEntity).find({ order: { crdate: 'DESC', uid: 'DESC' }, take: limit, skip: offset });
+  }
+
+  /** The runs that pass `filter`, newest first, as a keyset source. */
+  listedRuns(filter: RunListFilter): KeysetSource<AgentRunEntity> {
+    return {
+      read: async (after, limit) => {
+        const query = this.filteredRuns(filter);
+        if (after) {
+          const condition = afterPosition(RUN_ORDER, after, 'after');
+          query.andWhere(condition.sql, condition.parameters);
+        }
+        for (const { column, direction } of RUN_ORDER) query.addOrderBy(column, direction);
+        const rows = await getEntityRowsWithKeys(this.dataSource, query.limit(limit), [], RUN_KEYS);
+        return rows.map(({ main, key }) => ({ row: main, position: positionOf(key) }));
+      },
+      count: async () => {
+        const row = await this.filteredRuns(filter).select('COUNT(*)', 'count').getRawOne<{ count: number | string }>();
+        return Number(row?.count ?? 0);
+      },
+      existsAtOrBefore: async (position) => {
+        const condition = atOrBeforePosition(RUN_ORDER, position, 'before');
+        const row = await this.filteredRuns(filter).select('r.uid', 'uid').andWhere(condition.sql, condition.parameters).limit(1).getRawOne();
+        return row !== undefined;
+      },
+    };
+  }
+
+  private filteredRuns(filter: RunListFilter): SelectQueryBuilder<AgentRunEntity> {
+    const query = this.dataSource.getRepository(AgentRunEntity).createQueryBuilder('r');
+    if (filter.statuses) {
+      // The status as readRunStatus reads it (upper case, trimmed), so a run is found under the status it shows.
+      const read = "UPPER(TRIM(COALESCE(r.status, '')))";
+      const { values, unknownToo } = readStatusesShownAs(filter.statuses);
+      const conditions = [values.length > 0 ? `${read} IN (:...statusValues)` : '1 = 0', ...(unknownToo ? [`${read} NOT IN (:...knownStatuses)`] : [])];
+      query.andWhere(`(${conditions.join(' OR ')})`, { statusValues: values, knownStatuses: KNOWN_READ_STATUSES });
+    }
+    if (filter.configuration !== null) query.andWhere('LOWER(r.configuration_identifier) = :configuration', { configuration: filter.configuration });
+    if (filter.label !== null) {
+      const provenance = this.dataSource.getMetadata(RunProvenanceEntity).tableName;
+      query.andWhere(`EXISTS (SELECT 1 FROM ${provenance} p WHERE p.run_uid = r.uid AND p.label = :label)`, { label: filter.label });
+    }
+    if (filter.createdFrom !== null) query.andWhere('r.crdate >= :createdFrom', { createdFrom: filter.createdFrom });
+    if (filter.createdBefore !== null) query.andWhere('r.crdate < :createdBefore', { createdBefore: filter.createdBefore });
+    return query;
   }
 
   async stepsAfter(runUid: number, afterSequence: number, limit: number | null = null): Promise<StoredStep[]> {

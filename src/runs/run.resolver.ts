@@ -2,6 +2,7 @@ import { MAX_PAGE_SIZE } from '../db/record-rules';
 import { Arg, Authorized, Ctx, Extensions, FieldResolver, ID, Int, Mutation, Query, Resolver, Root, Subscription, type SubscribeResolverData } from 'type-graphql';
 import { Role, roleAtLeast } from '../auth/roles';
 import { LlmConfiguration, toLlmConfiguration } from '../configurations/configuration.types';
+import { type ConnectionView, toConnection } from '../graphql/connection';
 import type { GraphQLContext } from '../graphql/context';
 import { EMBEDDED_LIST } from '../graphql/query-limits';
 import { JSONScalar } from '../graphql/scalars';
@@ -11,7 +12,7 @@ import { eventStream } from '../prompt-history/event-stream';
 import { NotFoundError, SubscriberLaggedError, UnauthenticatedError } from '../shared/errors';
 import type { RunChanged } from './run-feed';
 import type { RunDelta as EngineDelta } from './engine/run-step';
-import { AgentRun, RunDelta, RunStep, StartRunInput, ToolDecisionInput, ToolInfo, toAgentRun, toRunStep } from './run.types';
+import { AgentRun, AgentRunConnection, RunDelta, RunFilter, RunStep, StartRunInput, ToolDecisionInput, ToolInfo, toAgentRun, toRunStep } from './run.types';
 import type { StoredStep } from './trace-bus';
 
 /** Changes a runUpdated subscriber may have waiting; the oldest are dropped beyond (a list reloads anyway when it falls behind). */
@@ -52,6 +53,20 @@ export class RunResolver {
   }
 
   @Authorized(Role.VIEWER)
+  @Query(() => AgentRunConnection, {
+    description:
+      'The runs that pass `filter`, newest first as `runs`, a page of `first` (at most 500) after the cursor `after`. Runs started between pages neither repeat nor skip the others.',
+  })
+  async runsConnection(
+    @Ctx() { services }: GraphQLContext,
+    @Arg('first', () => Int, { nullable: true, defaultValue: 20 }) first: number | null = 20,
+    @Arg('after', () => String, { nullable: true }) after: string | null = null,
+    @Arg('filter', () => RunFilter, { nullable: true }) filter: RunFilter | null = null,
+  ): Promise<ConnectionView<AgentRun>> {
+    return toConnection(await services.runs.page({ first: first ?? 20, after, ...filter }), toAgentRun);
+  }
+
+  @Authorized(Role.VIEWER)
   @Query(() => [ToolInfo], { description: 'Tools a run can offer: name, description, JSON schema, enabled by default.' })
   async tools(@Ctx() { services }: GraphQLContext): Promise<ToolInfo[]> {
     return services.runs.listTools();
@@ -70,8 +85,8 @@ export class RunResolver {
   }
 
   @FieldResolver(() => LlmConfiguration, { nullable: true })
-  async configuration(@Root() run: AgentRun, @Ctx() { services }: GraphQLContext): Promise<LlmConfiguration | null> {
-    const row = await services.configurations.findByUid(run.configurationUid);
+  async configuration(@Root() run: AgentRun, @Ctx() { loaders }: GraphQLContext): Promise<LlmConfiguration | null> {
+    const row = run.configurationUid ? await loaders.configurationByUid.load(run.configurationUid) : null;
     return row ? toLlmConfiguration(row) : null;
   }
 

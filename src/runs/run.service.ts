@@ -6,7 +6,9 @@
 import crypto from 'node:crypto';
 import type { Caller } from '../auth/roles';
 import type { ConfigurationService } from '../configurations/configuration.service';
+import { checkFirst, decodeCursor, type KeysetPage, readKeysetPage } from '../db/keyset';
 import { checkPage } from '../db/record-rules';
+import { checkLabel } from '../releases/release-rules';
 import type { Logger } from '../logger';
 import type { ChatAdapter } from '../providers/adapters/types';
 import type { ModelService } from '../providers/model.service';
@@ -23,12 +25,28 @@ import { unixNow } from '../shared/time';
 import type { ApprovalStep, EndStep, RequestedToolCall, RunDelta, RunStep } from './engine/run-step';
 import { BoundedQueue } from './bounded-queue';
 import { RunPreparer, type PreparedRun, type StartRunRequest, type StoredRunRequest } from './run-preparer';
-import { RunStore, type RunEndedHook, type RunProvenance } from './run-store';
+import { RUN_KEY_KINDS, RUN_LIST, RunStore, type RunEndedHook, type RunListFilter, type RunProvenance } from './run-store';
+import type { RunStatus } from './run-status';
 import type { ExternalToolSource, ToolInfo, ToolRegistry } from './tools/tool-registry';
 import { preciseNow, type RunObservation, type RunObserver } from '../operations/run-observer';
 import type { StoredStep, TraceBus } from './trace-bus';
 
 export type { StartRunRequest } from './run-preparer';
+
+/** One page of the run list as a client asks for it (`runsConnection`). */
+export interface RunPageRequest {
+  first: number;
+  after?: string | null;
+  status?: readonly RunStatus[] | null;
+  /** A configuration identifier. */
+  configuration?: string | null;
+  /** A release label. */
+  label?: string | null;
+  /** Created at or after. */
+  createdFrom?: Date | null;
+  /** Created before. */
+  createdBefore?: Date | null;
+}
 
 /** A run as the API shows it: the row, plus what lives in its END step. */
 export interface RunView {
@@ -422,6 +440,36 @@ export class RunService {
     return rows.map((row) => this.viewWith(row, ends.get(row.uid) ?? null));
   }
 
+  /**
+   * One page of the runs that pass the filters, newest first (created, then
+   * uid), after the position `after` names. A run is found under the status
+   * it shows (nr_llm's `waiting_for_input` as RUNNING, unknown values as
+   * FAILED); times are compared with the created second.
+   */
+  async page(request: RunPageRequest): Promise<KeysetPage<RunView>> {
+    const first = checkFirst(request.first);
+    const filter: RunListFilter = {
+      statuses: request.status && request.status.length > 0 ? [...new Set(request.status)] : null,
+      configuration: null,
+      label: null,
+      createdFrom: unixSecondAtOrAfter(request.createdFrom, 'createdFrom'),
+      createdBefore: unixSecondAtOrAfter(request.createdBefore, 'createdBefore'),
+    };
+    if (request.configuration !== undefined && request.configuration !== null) {
+      filter.configuration = request.configuration.trim().toLowerCase();
+      if (filter.configuration === '') throw new BadUserInputError('configuration needs a configuration identifier', 'configuration');
+    }
+    if (request.label !== undefined && request.label !== null) {
+      const label = checkLabel(request.label.trim());
+      if (!label.ok) throw new BadUserInputError(label.message, 'label');
+      filter.label = label.label;
+    }
+    const after = request.after === undefined || request.after === null ? null : decodeCursor(RUN_LIST, RUN_KEY_KINDS, request.after);
+    const page = await readKeysetPage(RUN_LIST, this.store.listedRuns(filter), first, after);
+    const ends = await this.store.endStepsOf(page.rows.map(({ row }) => row.uid));
+    return { ...page, rows: page.rows.map(({ row, cursor }) => ({ row: this.viewWith(row, ends.get(row.uid) ?? null), cursor })) };
+  }
+
   /** Stored steps after `afterSequence`; all of them, or one page of `limit` (validated like every page). */
   async steps(runUid: number, afterSequence: number, limit: number | null = null): Promise<StoredStep[]> {
     if (limit !== null) checkPage({ limit, offset: 0 });
@@ -813,4 +861,15 @@ function className(error: unknown): string {
 function errorCode(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' ? code : undefined;
+}
+
+/**
+ * The first unix second at or after `time`: `crdate >= it` is "created at or
+ * after `time`", `crdate < it` "created before `time`" (crdate holds whole seconds).
+ */
+function unixSecondAtOrAfter(time: Date | null | undefined, field: string): number | null {
+  if (time === undefined || time === null) return null;
+  const milliseconds = time.getTime();
+  if (!Number.isFinite(milliseconds)) throw new BadUserInputError(`${field} is not a valid time`, field);
+  return Math.ceil(milliseconds / 1000);
 }

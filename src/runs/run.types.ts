@@ -1,5 +1,6 @@
 import { ArrayMaxSize, IsOptional } from 'class-validator';
 import { Extensions, Field, Float, ID, InputType, Int, ObjectType, registerEnumType } from 'type-graphql';
+import { connectionTypes } from '../graphql/connection';
 import { JSONScalar, DateTimeScalar } from '../graphql/scalars';
 import { EMBEDDED_LIST } from '../graphql/query-limits';
 import type { ChatMessage as WireMessage } from '../providers/adapters/types';
@@ -239,6 +240,17 @@ export function toAgentRun(view: RunView): AgentRun {
     runUid: row.uid,
     configurationUid: row.configurationUid,
   };
+}
+
+export const { ConnectionType: AgentRunConnection } = connectionTypes(AgentRun, 'AgentRun', 'A page of runs, newest first (created, then uid), with cursors.');
+
+@InputType({ description: 'Filters of runsConnection; given ones combine with AND.' })
+export class RunFilter {
+  @Field(() => [RunStatus], { nullable: true, description: 'Runs showing any of these statuses.' }) status?: RunStatus[] | null;
+  @Field(() => String, { nullable: true, description: 'Runs of the configuration with this identifier (as the run recorded it).' }) configuration?: string | null;
+  @Field(() => String, { nullable: true, description: 'Runs started with this release label (startRun(input: {label})).' }) label?: string | null;
+  @Field(() => DateTimeScalar, { nullable: true, description: 'Runs created at or after this time (createdAt, whole seconds).' }) createdFrom?: Date | null;
+  @Field(() => DateTimeScalar, { nullable: true, description: 'Runs created before this time.' }) createdBefore?: Date | null;
 }
 
 @ObjectType({ simpleResolvers: true, description: 'A live piece of model output while a call streams. Not stored: the LLM step holds the final text.' })

@@ -31,8 +31,8 @@ export class SkillResolver {
   }
 
   @FieldResolver(() => [SkillVersion], { description: 'Newest first; version 1 is the first state the service saw.' })
-  async versions(@Root() skill: Skill, @Ctx() { services }: GraphQLContext): Promise<SkillVersion[]> {
-    return (await services.history.versions('skill', skill.uid)).map(toSkillVersion);
+  async versions(@Root() skill: Skill, @Ctx() { loaders }: GraphQLContext): Promise<SkillVersion[]> {
+    return (await loaders.versionsByUid.skill.load(skill.uid)).map(toSkillVersion);
   }
 
   @Authorized(Role.VIEWER)

@@ -1,11 +1,12 @@
 import { Arg, Authorized, Ctx, FieldResolver, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import { Role } from '../auth/roles';
+import { type ConnectionView, toConnection } from '../graphql/connection';
 import type { GraphQLContext } from '../graphql/context';
 import { LlmConfiguration, toLlmConfiguration } from '../configurations/configuration.types';
 import { previewSnippetImpact } from '../prompt-history/impact-preview';
 import { PromptChange, SnippetVersion, toSnippetVersion, toVersionDiff, VersionDiffView } from '../prompt-history/prompt-history.types';
 import { BadUserInputError } from '../shared/errors';
-import { CreateSnippetInput, PromptSnippet, toPromptSnippet, UpdateSnippetInput } from './snippet.types';
+import { CreateSnippetInput, PromptSnippet, PromptSnippetConnection, SnippetFilter, toPromptSnippet, UpdateSnippetInput } from './snippet.types';
 
 @Resolver(() => PromptSnippet)
 export class SnippetResolver {
@@ -37,6 +38,21 @@ export class SnippetResolver {
   }
 
   @Authorized(Role.VIEWER)
+  @Query(() => PromptSnippetConnection, {
+    description:
+      'Every snippet (inactive and hidden included) that passes `filter`, in the order of `snippets`, a page of `first` (at most 500) after the cursor `after`. Rows added or deleted between pages neither repeat nor skip the others.',
+  })
+  async snippetsConnection(
+    @Ctx() { services }: GraphQLContext,
+    @Arg('first', () => Int, { nullable: true, defaultValue: 50 }) first: number | null = 50,
+    @Arg('after', () => String, { nullable: true }) after: string | null = null,
+    @Arg('filter', () => SnippetFilter, { nullable: true }) filter: SnippetFilter | null = null,
+  ): Promise<ConnectionView<PromptSnippet>> {
+    const page = await services.snippets.page({ first: first ?? 50, after, ...filter });
+    return toConnection(page, toPromptSnippet);
+  }
+
+  @Authorized(Role.VIEWER)
   @Query(() => [String], { description: 'The tag vocabulary in use: normalised, unique, byte order.' })
   async snippetTags(@Ctx() { services }: GraphQLContext): Promise<string[]> {
     return services.snippets.vocabulary();
@@ -65,8 +81,8 @@ export class SnippetResolver {
   }
 
   @FieldResolver(() => [SnippetVersion], { description: 'Newest first; version 1 is the first state the service saw.' })
-  async versions(@Root() snippet: PromptSnippet, @Ctx() { services }: GraphQLContext): Promise<SnippetVersion[]> {
-    return (await services.history.versions('snippet', snippet.uid)).map(toSnippetVersion);
+  async versions(@Root() snippet: PromptSnippet, @Ctx() { loaders }: GraphQLContext): Promise<SnippetVersion[]> {
+    return (await loaders.versionsByUid.snippet.load(snippet.uid)).map(toSnippetVersion);
   }
 
   @Authorized(Role.VIEWER)

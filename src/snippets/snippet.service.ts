@@ -6,11 +6,14 @@ import { assertIdentifierAvailable, checkPage, findLiveOrFail, normalizeIdentifi
 import { checkTextFits, textLimitOf } from '../db/text-limits';
 import type { PromptHistoryService } from '../prompt-history/prompt-history.service';
 import { snippetStateOf } from '../prompt-history/record-states';
+import { checkFirst, decodeCursor, type KeysetPage, readKeysetPage } from '../db/keyset';
 import { BadUserInputError, NotFoundError } from '../shared/errors';
 import { unixNow } from '../shared/time';
 import { parseMetadataForWrite } from '../prompt/snippet-metadata';
 import { PromptSnippetEntity } from './snippet.entity';
 import { hasTag, normalizeTag, tagVocabulary, validateTagsForWrite } from '../prompt/tags';
+import { SNIPPET_KEY_KINDS, SNIPPET_LIST, type SnippetListFilter, type SnippetRepository } from './snippet.repository';
+import type { TagMatchMode } from './tag-match-sql';
 
 export interface SnippetWrite {
   identifier?: string;
@@ -35,12 +38,61 @@ export interface SnippetFilter extends Page {
  */
 export const MAX_SEARCH_LENGTH = 1000;
 
+/** The most tags one list filter names: each is one condition on every row. */
+export const MAX_FILTER_TAGS = 50;
+
+/** One page of the snippet list as a client asks for it (`snippetsConnection`). */
+export interface SnippetPageRequest {
+  first: number;
+  after?: string | null;
+  tags?: readonly string[] | null;
+  tagsMatch?: TagMatchMode | null;
+  isActive?: boolean | null;
+  hidden?: boolean | null;
+  search?: string | null;
+}
+
+/** Validates `search` as every list does. */
+export function checkSearch(search: string | null | undefined, field = 'search'): string | null {
+  if (search === undefined || search === null || search === '') return null;
+  if (search.length > MAX_SEARCH_LENGTH) throw new BadUserInputError(`${field} must be at most ${MAX_SEARCH_LENGTH} characters (got ${search.length})`, field);
+  return search;
+}
+
+/** Validates a list filter's tags: at most MAX_FILTER_TAGS. Each is matched by the tag rules; one that normalises to '' matches nothing. */
+export function checkFilterTags(tags: readonly string[] | null | undefined, field = 'tags'): readonly string[] {
+  if (!tags) return [];
+  if (tags.length > MAX_FILTER_TAGS) throw new BadUserInputError(`${field} may name at most ${MAX_FILTER_TAGS} tags (got ${tags.length})`, field);
+  return tags;
+}
+
 export class SnippetService {
   constructor(
     private readonly dataSource: DataSource,
     private readonly identifiers: IdentifierLock,
     private readonly history: PromptHistoryService,
+    private readonly repository: SnippetRepository,
   ) {}
+
+  /**
+   * One page of the non-deleted snippets that pass the filters, in list order
+   * (sorting, then name, then uid), after the position `after` names. Filters
+   * combine with AND; `tags` match by the tag rules, any of them or all
+   * (`tagsMatch`). Unlike `snippets(tag:)`, a tag filter does not imply
+   * `isActive: true`.
+   */
+  async page(request: SnippetPageRequest): Promise<KeysetPage<PromptSnippetEntity>> {
+    const first = checkFirst(request.first);
+    const filter: SnippetListFilter = {
+      tags: checkFilterTags(request.tags),
+      tagsMatch: request.tagsMatch ?? 'ANY',
+      isActive: request.isActive ?? null,
+      hidden: request.hidden ?? null,
+      search: checkSearch(request.search),
+    };
+    const after = request.after === undefined || request.after === null ? null : decodeCursor(SNIPPET_LIST, SNIPPET_KEY_KINDS, request.after);
+    return readKeysetPage(SNIPPET_LIST, this.repository.listed(filter), first, after);
+  }
 
   /**
    * `activeByTag` of behaviour.md §3.3: active, not deleted, hidden included,

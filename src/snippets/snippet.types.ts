@@ -1,5 +1,6 @@
 import { IsInt, IsOptional, Max, MaxLength, Min } from 'class-validator';
-import { Field, InputType, Int, ObjectType } from 'type-graphql';
+import { Field, InputType, Int, ObjectType, registerEnumType } from 'type-graphql';
+import { connectionTypes } from '../graphql/connection';
 import { DateTimeScalar, JSONScalar } from '../graphql/scalars';
 import { fromUnix } from '../shared/time';
 import { phpObjectJson, RawJson } from '../graphql/raw-json';
@@ -64,4 +65,29 @@ export class UpdateSnippetInput {
   @Field({ nullable: true }) isActive?: boolean;
   @Field({ nullable: true }) hidden?: boolean;
   @Field(() => Int, { nullable: true }) @IsOptional() @IsInt() @Min(0) @Max(2147483647) sorting?: number;
+}
+
+export const { ConnectionType: PromptSnippetConnection } = connectionTypes(
+  PromptSnippet,
+  'PromptSnippet',
+  'A page of snippets in list order (sorting, then name, then uid), with cursors.',
+);
+
+export enum TagMatch {
+  ANY = 'ANY',
+  ALL = 'ALL',
+}
+registerEnumType(TagMatch, { name: 'TagMatch', description: 'Whether a tag filter wants any of its tags or all of them.' });
+
+@InputType({ description: 'Filters of snippetsConnection; given ones combine with AND.' })
+export class SnippetFilter {
+  @Field(() => [String], {
+    nullable: true,
+    description: 'Snippets carrying these tags, matched as stored tags are read (` STYLE ` is `style`; `style` never matches `lifestyle`). At most 50. Does not imply isActive.',
+  })
+  tags?: string[] | null;
+  @Field(() => TagMatch, { nullable: true, defaultValue: TagMatch.ANY, description: 'ANY: at least one of `tags`; ALL: every one.' }) tagsMatch?: TagMatch | null;
+  @Field(() => Boolean, { nullable: true }) isActive?: boolean | null;
+  @Field(() => Boolean, { nullable: true }) hidden?: boolean | null;
+  @Field(() => String, { nullable: true, description: 'Found, case-insensitively, in identifier, name, description, tags or text. At most 1,000 characters.' }) search?: string | null;
 }

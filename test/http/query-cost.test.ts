@@ -62,6 +62,36 @@ describe.each(testDialects)('the cost of one request (%s)', (dialect) => {
     expect((await t.gql(query, { limit: 10 })).errors).toBeUndefined();
   });
 
+  it('counts a connection\'s edges and nodes by first, like a limit: a page of 500 effective prompts is refused, 50 are served', async () => {
+    const connection = (first: string, selection: string) => `query { configurationsConnection${first} { totalCount pageInfo { hasNextPage endCursor } ${selection} } }`;
+    // 1 + 500 × (nodes 1 + effectiveSystemPrompt 100) + pageInfo 3 + totalCount 1
+    expectRefused(await t.gql(connection('(first: 500)', 'nodes { effectiveSystemPrompt }')), /about 50505 .*first/);
+    expectRefused(await t.gql(connection('(first: 500)', 'edges { cursor node { effectiveSystemPrompt } }')), /costly/i);
+    const fragment = 'fragment Page on LlmConfigurationConnection { totalCount pageInfo { hasNextPage endCursor } ...Rows } fragment Rows on LlmConfigurationConnection { nodes { effectiveSystemPrompt } }';
+    expectRefused(await t.gql(`query { configurationsConnection(first: 500) { ...Page } } ${fragment}`), /about 50505 /);
+    // Edges and nodes both count: 50 × (103 + 101) is over 10,000.
+    expectRefused(await t.gql(connection('(first: 50)', 'edges { cursor node { effectiveSystemPrompt } } nodes { effectiveSystemPrompt }')), /costly/i);
+    // Without `first`, its default (50) counts.
+    expectRefused(await t.gql(connection('', 'edges { cursor node { effectiveSystemPrompt } } nodes { effectiveSystemPrompt }')), /costly/i);
+    const served = await t.gql<{ configurationsConnection: { nodes: { effectiveSystemPrompt: string }[] } }>(connection('(first: 50)', 'nodes { effectiveSystemPrompt }'));
+    expect(served.errors).toBeUndefined();
+    expect(served.data?.configurationsConnection.nodes[0]?.effectiveSystemPrompt).toContain('A composed fragment.');
+    expect((await t.gql(connection('', 'nodes { effectiveSystemPrompt }'))).errors).toBeUndefined();
+  });
+
+  it('counts a connection\'s first given as a variable, and a list inside its rows', async () => {
+    const query = 'query($first: Int) { snippetsConnection(first: $first) { edges { node { usedBy { effectiveSystemPrompt } } } } }';
+    // Each row's usedBy is an unpaged list (10 rows) of effective prompts: 500 × ~1,000.
+    expectRefused(await t.gql(query, { first: 500 }), /costly/i);
+    expectRefused(await t.gql(query, { first: 10 }), /costly/i);
+    const served = await t.gql<{ snippetsConnection: { edges: { node: { usedBy: unknown[] } }[] } }>(query, { first: 5 });
+    expect(served.errors).toBeUndefined();
+    expect(served.data?.snippetsConnection.edges.length).toBeGreaterThan(0);
+    const runs = 'query($first: Int) { runsConnection(first: $first) { nodes { configuration { effectiveSystemPrompt } } } }';
+    expectRefused(await t.gql(runs, { first: 200 }), /costly/i);
+    expect((await t.gql(runs, { first: 20 })).errors).toBeUndefined();
+  });
+
   it('refuses many aliases of a cheap field', async () => {
     expectRefused(await t.gql(`query { ${Array.from({ length: 31 }, (_, index) => `v${index}: viewer { name }`).join(' ')} }`), /aliases limit of 30/i);
   });
@@ -85,6 +115,7 @@ describe.each(testDialects)('the cost of one request (%s)', (dialect) => {
     it('applies the same cost, alias and token limits', async () => {
       const client = t.wsClient();
       expectRefused(await overSocket(client, pages(1, 500)), /costly/i);
+      expectRefused(await overSocket(client, 'query { configurationsConnection(first: 500) { nodes { effectiveSystemPrompt } } }'), /costly/i);
       expectRefused(await overSocket(client, pages(50, 1)), /aliases/i);
       expectRefused(await overSocket(client, `query { viewer { name ${'__typename '.repeat(6000)}} }`), /tokens/i);
       const served = await overSocket(client, pages(1, 10));

@@ -4,11 +4,37 @@ type Exact<T extends { [key: string]: unknown }> = { [K in keyof T]: T[K] };
 /** Internal type. DO NOT USE DIRECTLY. */
 export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' | '__typename' ? T[P] : never };
 import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
+/** Filters of configurationsConnection; given ones combine with AND. */
+export type ConfigurationFilter = {
+  hidden?: boolean | null | undefined;
+  isActive?: boolean | null | undefined;
+  /** Found, case-insensitively, in identifier, name or description. At most 1,000 characters. */
+  search?: string | null | undefined;
+  /** Configurations whose snippetTags hold these tags, matched as stored tags are read (` STYLE ` is `style`; `style` never matches `lifestyle`). At most 50. */
+  tags?: Array<string> | null | undefined;
+  /** ANY: at least one of `tags`; ALL: every one. */
+  tagsMatch?: TagMatch | null | undefined;
+};
+
 /** ADMIN: everything. EDITOR: snippets, configurations, skills, runs. VIEWER: read and watch runs. */
 export type Role =
   | 'ADMIN'
   | 'EDITOR'
   | 'VIEWER';
+
+/** Filters of runsConnection; given ones combine with AND. */
+export type RunFilter = {
+  /** Runs of the configuration with this identifier (as the run recorded it). */
+  configuration?: string | null | undefined;
+  /** Runs created before this time. */
+  createdBefore?: string | null | undefined;
+  /** Runs created at or after this time (createdAt, whole seconds). */
+  createdFrom?: string | null | undefined;
+  /** Runs started with this release label (startRun(input: {label})). */
+  label?: string | null | undefined;
+  /** Runs showing any of these statuses. */
+  status?: Array<RunStatus> | null | undefined;
+};
 
 export type RunStatus =
   | 'CANCELLED'
@@ -26,6 +52,18 @@ export type RunStepKind =
   | 'LLM'
   | 'REQUEST'
   | 'TOOL';
+
+/** Filters of snippetsConnection; given ones combine with AND. */
+export type SnippetFilter = {
+  hidden?: boolean | null | undefined;
+  isActive?: boolean | null | undefined;
+  /** Found, case-insensitively, in identifier, name, description, tags or text. At most 1,000 characters. */
+  search?: string | null | undefined;
+  /** Snippets carrying these tags, matched as stored tags are read (` STYLE ` is `style`; `style` never matches `lifestyle`). At most 50. Does not imply isActive. */
+  tags?: Array<string> | null | undefined;
+  /** ANY: at least one of `tags`; ALL: every one. */
+  tagsMatch?: TagMatch | null | undefined;
+};
 
 export type StartRunInput = {
   /** Tools whose calls wait for a person's approval in this run (besides those that always do). */
@@ -60,6 +98,11 @@ export type StartRunInput = {
   /** Allow-list: absent = the tools enabled by default; [] = none. */
   tools?: Array<string> | null | undefined;
 };
+
+/** Whether a tag filter wants any of its tags or all of them. */
+export type TagMatch =
+  | 'ALL'
+  | 'ANY';
 
 export type ToolDecisionInput = {
   approve: boolean;
@@ -100,6 +143,24 @@ export type ViewerQueryVariables = Exact<{ [key: string]: never; }>;
 
 
 export type ViewerQuery = { viewer: { name: string, role: Role } };
+
+export type SnippetPageQueryVariables = Exact<{
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+  filter?: SnippetFilter | null | undefined;
+}>;
+
+
+export type SnippetPageQuery = { snippetsConnection: { totalCount: number, pageInfo: { hasNextPage: boolean, endCursor: string | null }, nodes: Array<{ uid: number, identifier: string, name: string, tags: Array<string>, isActive: boolean, hidden: boolean, sorting: number, updatedAt: string }> } };
+
+export type ConfigurationPageQueryVariables = Exact<{
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+  filter?: ConfigurationFilter | null | undefined;
+}>;
+
+
+export type ConfigurationPageQuery = { configurationsConnection: { totalCount: number, pageInfo: { hasNextPage: boolean, endCursor: string | null }, nodes: Array<{ uid: number, identifier: string, name: string, snippetTags: Array<string>, isActive: boolean, hidden: boolean, model: { identifier: string } | null }> } };
 
 export type RunStepFieldsFragment = { sequence: number, kind: RunStepKind, round: number, durationMs: number, toolsOffered: Array<string> | null, content: string | null, thinking: string | null, finishReason: string | null, rawFinishReason: string | null, promptTokens: number | null, completionTokens: number | null, totalTokens: number | null, estimatedCost: number | null, warnings: Array<string> | null, raw: unknown, toolCallId: string | null, toolName: string | null, toolArguments: unknown, toolResult: string | null, toolIsError: boolean | null, contextBudget: unknown, status: RunStatus | null, terminationReason: string | null, error: string | null, messagesSent: Array<{ role: string, content: string | null, toolCallId: string | null, toolCalls: Array<{ id: string, name: string, arguments: unknown }> | null }> | null, requestedToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, pendingToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, decisions: Array<{ toolCallId: string, approved: boolean, reason: string | null, decidedBy: string | null }> | null };
 
@@ -170,6 +231,15 @@ export type RunUpdatedSubscriptionVariables = Exact<{ [key: string]: never; }>;
 
 
 export type RunUpdatedSubscription = { runUpdated: { id: string, status: RunStatus, terminationReason: string | null, dryRun: boolean, configurationIdentifier: string | null, iterations: number, truncated: boolean, finalContent: string | null, promptTokens: number, completionTokens: number, totalTokens: number, estimatedCost: number | null, error: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null } };
+
+export type RunPageQueryVariables = Exact<{
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+  filter?: RunFilter | null | undefined;
+}>;
+
+
+export type RunPageQuery = { runsConnection: { totalCount: number, pageInfo: { hasNextPage: boolean, endCursor: string | null }, nodes: Array<{ id: string, status: RunStatus, terminationReason: string | null, configurationIdentifier: string | null, releaseLabel: string | null, createdAt: string, finishedAt: string | null, totalTokens: number, estimatedCost: number | null }> } };
 
 export class TypedDocumentString<TResult, TVariables>
   extends String
@@ -344,6 +414,49 @@ export const ViewerDocument = new TypedDocumentString(`
   }
 }
     `) as unknown as TypedDocumentString<ViewerQuery, ViewerQueryVariables>;
+export const SnippetPageDocument = new TypedDocumentString(`
+    query SnippetPage($first: Int = 50, $after: String, $filter: SnippetFilter) {
+  snippetsConnection(first: $first, after: $after, filter: $filter) {
+    totalCount
+    pageInfo {
+      hasNextPage
+      endCursor
+    }
+    nodes {
+      uid
+      identifier
+      name
+      tags
+      isActive
+      hidden
+      sorting
+      updatedAt
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<SnippetPageQuery, SnippetPageQueryVariables>;
+export const ConfigurationPageDocument = new TypedDocumentString(`
+    query ConfigurationPage($first: Int = 50, $after: String, $filter: ConfigurationFilter) {
+  configurationsConnection(first: $first, after: $after, filter: $filter) {
+    totalCount
+    pageInfo {
+      hasNextPage
+      endCursor
+    }
+    nodes {
+      uid
+      identifier
+      name
+      snippetTags
+      isActive
+      hidden
+      model {
+        identifier
+      }
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<ConfigurationPageQuery, ConfigurationPageQueryVariables>;
 export const RunDocument = new TypedDocumentString(`
     query Run($id: ID!) {
   run(id: $id) {
@@ -617,3 +730,25 @@ export const RunUpdatedDocument = new TypedDocumentString(`
   startedAt
   finishedAt
 }`) as unknown as TypedDocumentString<RunUpdatedSubscription, RunUpdatedSubscriptionVariables>;
+export const RunPageDocument = new TypedDocumentString(`
+    query RunPage($first: Int = 20, $after: String, $filter: RunFilter) {
+  runsConnection(first: $first, after: $after, filter: $filter) {
+    totalCount
+    pageInfo {
+      hasNextPage
+      endCursor
+    }
+    nodes {
+      id
+      status
+      terminationReason
+      configurationIdentifier
+      releaseLabel
+      createdAt
+      finishedAt
+      totalTokens
+      estimatedCost
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<RunPageQuery, RunPageQueryVariables>;

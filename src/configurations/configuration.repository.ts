@@ -1,0 +1,100 @@
+/**
+ * The SQL of the configuration list read page by page (filters, keyset pages
+ * in list order with each configuration's model and provider joined, the
+ * count), and of configurations read by uid in one query.
+ */
+import type { DataSource, SelectQueryBuilder } from 'typeorm';
+import type { Dialect } from '../db/data-source';
+import { afterPosition, atOrBeforePosition, type KeyColumn, type KeyKind, type KeysetSource, positionOf } from '../db/keyset';
+import { flagCondition, searchCondition } from '../db/list-filters';
+import { getEntityRowsWithKeys } from '../db/raw-rows';
+import { ModelEntity } from '../providers/model.entity';
+import { ProviderEntity } from '../providers/provider.entity';
+import { tagCondition, type TagMatchMode } from '../snippets/tag-match-sql';
+import { ConfigurationEntity } from './configuration.entity';
+
+export interface ConfigurationListFilter {
+  /** Matched against `snippet_tags` by the tag rules; [] = no tag filter. */
+  tags: readonly string[];
+  tagsMatch: TagMatchMode;
+  isActive: boolean | null;
+  hidden: boolean | null;
+  search: string | null;
+}
+
+/** A listed configuration with the model and provider it names (null when deleted or unset). */
+export interface ListedConfiguration {
+  configuration: ConfigurationEntity;
+  model: ModelEntity | null;
+  provider: ProviderEntity | null;
+}
+
+/** The name a cursor of this list carries. */
+export const CONFIGURATION_LIST = 'configurations';
+
+/** The list order of `liveRowsInListOrder`, as a keyset. */
+const ORDER: readonly KeyColumn[] = [
+  { column: 'c.sorting', direction: 'ASC' },
+  { column: 'c.name', direction: 'ASC' },
+  { column: 'c.uid', direction: 'ASC' },
+];
+const KEYS = ['c_sorting', 'c_name', 'c_uid'];
+export const CONFIGURATION_KEY_KINDS: readonly KeyKind[] = ['value', 'value', 'integer'];
+
+export class ConfigurationRepository {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly dialect: Dialect,
+  ) {}
+
+  /** The non-deleted configurations that pass `filter`, in list order, as a keyset source. */
+  listed(filter: ConfigurationListFilter): KeysetSource<ListedConfiguration> {
+    return {
+      read: async (after, limit) => {
+        const query = this.filtered(filter)
+          .leftJoin(ModelEntity, 'm', 'm.uid = c.model_uid AND m.deleted = 0')
+          .leftJoin(ProviderEntity, 'p', 'p.uid = m.provider_uid AND p.deleted = 0')
+          .addSelect('m')
+          .addSelect('p');
+        if (after) {
+          const condition = afterPosition(ORDER, after, 'after');
+          query.andWhere(condition.sql, condition.parameters);
+        }
+        for (const { column, direction } of ORDER) query.addOrderBy(column, direction);
+        const rows = await getEntityRowsWithKeys(this.dataSource, query.limit(limit), ['m', 'p'], KEYS);
+        return rows.map(({ main, joined: [model, provider], key }) => ({
+          row: { configuration: main, model: (model as ModelEntity | null) ?? null, provider: (provider as ProviderEntity | null) ?? null },
+          position: positionOf(key),
+        }));
+      },
+      count: async () => {
+        const row = await this.filtered(filter).select('COUNT(*)', 'count').getRawOne<{ count: number | string }>();
+        return Number(row?.count ?? 0);
+      },
+      existsAtOrBefore: async (position) => {
+        const condition = atOrBeforePosition(ORDER, position, 'before');
+        const row = await this.filtered(filter).select('c.uid', 'uid').andWhere(condition.sql, condition.parameters).limit(1).getRawOne();
+        return row !== undefined;
+      },
+    };
+  }
+
+  /** The non-deleted configurations with these uids, in one query. */
+  async findByUids(uids: readonly number[]): Promise<ConfigurationEntity[]> {
+    if (uids.length === 0) return [];
+    return this.dataSource.getRepository(ConfigurationEntity).createQueryBuilder('c').where('c.deleted = 0').andWhere('c.uid IN (:...uids)', { uids: [...uids] }).getMany();
+  }
+
+  private filtered(filter: ConfigurationListFilter): SelectQueryBuilder<ConfigurationEntity> {
+    const query = this.dataSource.getRepository(ConfigurationEntity).createQueryBuilder('c').where('c.deleted = 0');
+    const tags = tagCondition(this.dialect, 'c.snippet_tags', filter.tags, filter.tagsMatch, 'tag');
+    if (tags) query.andWhere(tags.sql, tags.parameters);
+    if (filter.isActive !== null) query.andWhere(flagCondition(this.dialect, 'c.is_active', filter.isActive));
+    if (filter.hidden !== null) query.andWhere(flagCondition(this.dialect, 'c.hidden', filter.hidden));
+    if (filter.search) {
+      const search = searchCondition(['c.identifier', 'c.name', 'c.description'], filter.search, 'search');
+      query.andWhere(search.sql, search.parameters);
+    }
+    return query;
+  }
+}
