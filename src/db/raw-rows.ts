@@ -111,7 +111,7 @@ function cached<V>(cache: Map<string, V>, key: string, make: () => V): V {
  * 50 rows. Values are the same as `dataSource.query` returns (same connection,
  * same driver options); the query goes to TypeORM's logger.
  */
-async function selectArrays(dataSource: DataSource, sql: string, parameters: unknown[]): Promise<{ columns: readonly string[]; rows: unknown[][] }> {
+export async function selectArrays(dataSource: DataSource, sql: string, parameters: unknown[]): Promise<{ columns: readonly string[]; rows: unknown[][] }> {
   dataSource.logger.logQuery(sql, parameters);
   const driver = dataSource.driver as unknown as { databaseConnection?: { prepare(sql: string): SqliteStatement }; obtainMasterConnection?: () => Promise<MysqlConnection> };
   const sqlite = dataSource.options.type === 'better-sqlite3' ? driver.databaseConnection : undefined;

@@ -6,9 +6,10 @@
  * Cheap by design, on a library of any size:
  *
  * - **First sight** (the first poll after start, or after taking over from
- *   another instance) reads every row once, a page at a time with a turn of
- *   the event loop between pages. Rows without any version get their
- *   version 1 — the first state the service saw — in one insert per page:
+ *   another instance) reads every row once, 100 at a time, giving the event
+ *   loop a turn between reading a page and writing its versions and between
+ *   pages. Rows without any version get their version 1 — the first state
+ *   the service saw — in one insert per page:
  *   no change event, no webhook, no affected-configuration computation
  *   (they are the baseline, not changes). Rows whose state differs from
  *   their latest version changed while nobody watched: those are announced.
@@ -44,8 +45,8 @@ import type { ConfigurationTags, PromptHistoryService } from './prompt-history.s
 import { skillStateOf, snippetStateOf } from './record-states';
 import { type AnyState, fingerprintState, type VersionedKind } from './version-state';
 
-/** Rows read per query, and processed per turn of the event loop. */
-const PAGE_ROWS = 250;
+/** Rows read per query; reading a page and storing its versions each take one turn of the event loop. */
+const PAGE_ROWS = 100;
 /** Seconds before the position's stamp that are read again while the position is fresh. */
 const LOOKBACK_SECONDS = 2;
 /** How long after the position moved its last seconds are read again. */
@@ -177,7 +178,10 @@ export class PromptChangeDetector {
           if (!row.deleted) unseen.push({ uid, state });
         } else if (known !== fingerprintState(state)) changed.push(uid);
       }
-      if (unseen.length > 0) baselined += await this.identifiers.transaction(table.table, (manager) => this.history.recordBaseline(manager, table.kind, unseen));
+      if (unseen.length > 0) {
+        await nextTurn();
+        baselined += await this.identifiers.transaction(table.table, (manager) => this.history.recordBaseline(manager, table.kind, unseen));
+      }
       announced += await this.recordChanges(table, changed);
       if (rows.length < PAGE_ROWS) break;
       await nextTurn();

@@ -1,12 +1,21 @@
 /**
  * The impact of a snippet edit before it is made: for every configuration
  * whose effective prompt would change, the prompt before and after and a
- * unified diff. Only the tags the snippet carries before or after the edit
- * can change a selection, so only configurations selecting one of them are
- * composed twice; every other tag lookup reads the library as it is.
+ * unified diff.
+ *
+ * Only configurations whose prompt the edit can change are composed, found
+ * through the library's index: an edit of the text alone (tags, place, state
+ * and identifier unchanged) can only change the prompts the snippet is in now
+ * (`usedBy`); any other edit only those of configurations selecting a tag the
+ * snippet carries before or after it. Each is composed by the one rule
+ * (src/prompt/effective-prompt.ts) twice: over the library as it is, and over the
+ * library with the edited row in place of the stored one. The edited row
+ * takes the stored row's place in the database's list order unless its
+ * sorting or name changed; only then is it placed by the collation
+ * comparator of list-order.ts.
  */
 import type { ConfigurationEntity } from '../configurations/configuration.entity';
-import { effectiveSystemPrompt, type SelectableSnippet } from '../prompt/effective-prompt';
+import { effectiveSystemPrompt, type SelectableSnippet, selectionPrompt } from '../prompt/effective-prompt';
 import type { PromptSnippetEntity } from '../snippets/snippet.entity';
 import { insertInListOrder } from '../prompt/list-order';
 import { normalizeTag, parseSelectionTags, parseTags } from '../prompt/tags';
@@ -20,28 +29,61 @@ export interface PromptImpact {
   diff: string;
 }
 
-export function previewSnippetImpact(library: PromptLibrary, before: PromptSnippetEntity, after: PromptSnippetEntity): PromptImpact[] {
-  const touched = new Set([...parseTags(before.tags), ...parseTags(after.tags)]);
+export function previewSnippetImpact(library: PromptLibrary, stored: PromptSnippetEntity, after: PromptSnippetEntity): PromptImpact[] {
+  // The row as the library composes it now (the stored row when the library does not hold it: deleted, or not read yet).
+  const before = library.snippet(stored.uid) ?? stored;
+  const beforeTags = new Set(parseTags(before.tags));
   const afterTags = new Set(parseTags(after.tags));
-  const afterActive = after.isActive && !after.deleted;
-  const changedLookups = new Map<string, readonly SelectableSnippet[]>();
+  const touched = new Set([...beforeTags, ...afterTags]);
+  const beforeLive = library.snippet(stored.uid) !== undefined;
+  const afterLive = !after.deleted;
+  // The edited row keeps its place in the list order (sorting, then name): it goes where the stored one is.
+  const samePlace = beforeLive && afterLive && before.sorting === after.sorting && before.name === after.name;
+  // Nothing the selection reads changes, only the text: only the prompts holding the snippet can change.
+  const textOnly = samePlace && sameTags(beforeTags, afterTags) && before.isActive === after.isActive && before.hidden === after.hidden && before.identifier === after.identifier;
+
+  const changedLists = new Map<string, readonly SelectableSnippet[]>();
   const activeByTagAfter = (tag: string): readonly SelectableSnippet[] => {
     const wanted = normalizeTag(tag);
-    const current = library.active.activeByTag(wanted);
-    if (!touched.has(wanted)) return current;
-    let list = changedLookups.get(wanted);
+    if (!touched.has(wanted)) return library.activeByTag(wanted);
+    let list = changedLists.get(wanted);
     if (!list) {
-      const rows = current.filter((row) => row.uid !== before.uid);
-      list = afterActive && afterTags.has(wanted) ? insertInListOrder(rows, after, library.collation) : rows;
-      changedLookups.set(wanted, list);
+      // The tag's live rows (active or not) in list order, with the edited row for the stored one, then the active ones.
+      const rows: PromptSnippetEntity[] = library.liveByTag(wanted).filter((row) => row.uid !== before.uid);
+      if (afterLive && afterTags.has(wanted)) {
+        const rank = samePlace ? library.rankOf(before.uid) : undefined;
+        if (rank !== undefined) {
+          const at = rows.findIndex((row) => (library.rankOf(row.uid) ?? Number.MAX_SAFE_INTEGER) > rank);
+          rows.splice(at < 0 ? rows.length : at, 0, after);
+        } else rows.splice(0, rows.length, ...insertInListOrder(rows, after, library.collation));
+      }
+      list = rows.filter((row) => row.isActive);
+      changedLists.set(wanted, list);
     }
     return list;
   };
+
+  // Blocks of the library's rows are remembered; the edited row's is made once.
+  let afterBlock: string | undefined;
+  const blockOf = (snippet: SelectableSnippet): string => (snippet === after ? (afterBlock ??= library.snippetBlock(after)) : library.snippetBlock(snippet as PromptSnippetEntity));
+
   const impacts: PromptImpact[] = [];
-  for (const configuration of library.configurationsSelecting(touched)) {
+  for (const configuration of textOnly ? library.usedBy(before) : library.configurationsSelecting(touched)) {
     const was = library.effectiveSystemPrompt(configuration);
-    const will = effectiveSystemPrompt(configuration.systemPrompt, parseSelectionTags(configuration.snippetTags), activeByTagAfter);
+    // After a text-only edit every list keeps its rows, order, hidden flags and identifiers, so the
+    // selection (selectSnippets) is the current one with the edited row in place of the stored one.
+    const will = textOnly
+      ? selectionPrompt(
+          configuration.systemPrompt,
+          library.selectedSnippets(configuration).map((row) => (row.uid === before.uid ? after : row)),
+          blockOf,
+        )
+      : effectiveSystemPrompt(configuration.systemPrompt, parseSelectionTags(configuration.snippetTags), activeByTagAfter, blockOf);
     if (was !== will) impacts.push({ configuration, before: was, after: will, diff: unifiedDiff(was, will, `${configuration.identifier} (now)`, `${configuration.identifier} (after the change)`) });
   }
   return impacts;
+}
+
+function sameTags(left: ReadonlySet<string>, right: ReadonlySet<string>): boolean {
+  return left.size === right.size && [...left].every((tag) => right.has(tag));
 }

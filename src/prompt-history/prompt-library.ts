@@ -1,122 +1,460 @@
 /**
  * The whole prompt library (every live snippet and configuration) held in
- * memory for the questions that need all of it at once: composition
- * provenance, "which configurations use this snippet", and the impact
- * preview of an edit. It is reloaded when it may be stale: after a change
- * event (API writes and detected external writes, from any instance) or when
- * the tables' cheap signature (row count, sum and maximum of `tstamp`) moved.
+ * memory and indexed for the questions that need all of it at once:
+ * composition provenance, "which configurations use this snippet", and the
+ * impact preview of an edit.
+ *
+ * The index: tag → live snippets (list order), tag → active snippets,
+ * tag → configurations selecting it, and the selection of each
+ * configuration's tags, kept until a snippet carrying one of those tags
+ * changes — which answers snippet → configurations (`usedBy`) without
+ * composing anything. Every composition goes through the one rule
+ * (src/prompt: `effectiveSystemPromptOf`, effective-prompt.ts,
+ * composition.ts) over these lists.
+ *
+ * It is loaded once and then kept up to date row by row: change events (API
+ * writes and detected external writes, from any instance) name the rows to
+ * read again, and before each use a cheap signature of the tables (count and
+ * sum of `tstamp` of the live rows) is compared with the index's own; a
+ * difference (a write nobody announced here) is found by reading every live
+ * row's uid and `tstamp` and reading again those that differ. A row is never
+ * placed by a comparator of this service: when an edit moves rows (tags,
+ * sorting, name, a new or deleted row), the database's list order is read
+ * again (uids only) and the lists it touched are sorted by it, so the lists
+ * stay exactly as the database orders them.
  */
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityTarget, ObjectLiteral } from 'typeorm';
 import { composeWithProvenance, type Composition } from '../prompt/composition';
 import { ConfigurationEntity } from '../configurations/configuration.entity';
-import { effectiveSystemPromptOf, selectedSnippetsOf } from '../prompt/configuration-prompt';
-import { getEntities } from '../db/raw-rows';
+import { effectiveSystemPromptOf, selectedSnippetsOf, type SnippetSelectionSource } from '../prompt/configuration-prompt';
+import { snippetBlock } from '../prompt/effective-prompt';
+import { getEntities, selectArrays } from '../db/raw-rows';
 import { liveRowsInListOrder } from '../db/record-rules';
 import { PromptSnippetEntity } from '../snippets/snippet.entity';
 import { binaryCollation, nameCollationOf, type NameCollation } from '../prompt/list-order';
-import { ActiveSnippetIndex } from '../snippets/snippet.service';
 import { normalizeTag, parseSelectionTags, parseTags } from '../prompt/tags';
 import type { PromptHistoryService } from './prompt-history.service';
 
 export type LibrarySnippet = PromptSnippetEntity & { isActive: boolean };
 
-export class PromptLibrary {
+/** The database's list order (sorting, name by its collation, uid): rank by uid. */
+export type ListRanks = Readonly<Map<number, number>>;
+
+interface Selection {
+  selected: readonly PromptSnippetEntity[];
+  uids: Set<number>;
+}
+
+export class PromptLibrary implements SnippetSelectionSource {
+  private readonly snippetsByUid = new Map<number, PromptSnippetEntity>();
   /** Every live snippet carrying a tag (active or not), list order, each once. */
   private readonly liveByTagMap = new Map<string, PromptSnippetEntity[]>();
-  private readonly configurationsByTag = new Map<string, ConfigurationEntity[]>();
-  readonly active: ActiveSnippetIndex;
+  /** The active ones of `liveByTagMap`, made when first asked for. */
+  private readonly activeByTagMap = new Map<string, readonly PromptSnippetEntity[]>();
+  private readonly configurationsByUid = new Map<number, ConfigurationEntity>();
+  private readonly configurationsByTag = new Map<string, Set<number>>();
+  /** Live configurations in list order, and each one's place in it. */
+  private configurationList: ConfigurationEntity[] = [];
+  private readonly configurationPlace = new Map<number, number>();
+  /** Selections by `snippet_tags` text, and the texts that read each tag. */
+  private readonly selections = new Map<string, Selection>();
+  private readonly selectionsByTag = new Map<string, Set<string>>();
+  private tstampSums = { snippet: 0, configuration: 0 };
+  private readonly blocks = new WeakMap<PromptSnippetEntity, string>();
+  /** Each live snippet's place in the database's list order (kept current: read again whenever rows move). */
+  private snippetRanks: ListRanks;
 
   /**
    * `snippets` and `configurations` in the database's list order (as
    * `liveRowsInListOrder` reads them); `collation` is how that database
-   * compares names, for placing an edited row (see list-order.ts).
+   * compares names, for placing an edited row in a preview (see list-order.ts).
    */
   constructor(
-    readonly snippets: readonly PromptSnippetEntity[],
-    readonly configurations: readonly ConfigurationEntity[],
+    snippets: readonly PromptSnippetEntity[],
+    configurations: readonly ConfigurationEntity[],
     readonly collation: NameCollation = binaryCollation,
   ) {
-    const ordered = snippets;
-    for (const row of ordered) {
-      for (const tag of new Set(parseTags(row.tags))) {
-        const list = this.liveByTagMap.get(tag);
-        if (list) list.push(row);
-        else this.liveByTagMap.set(tag, [row]);
-      }
-    }
-    this.active = new ActiveSnippetIndex(ordered.filter((row) => row.isActive));
-    for (const configuration of configurations) {
-      for (const tag of parseSelectionTags(configuration.snippetTags)) {
-        const list = this.configurationsByTag.get(tag);
-        if (list) list.push(configuration);
-        else this.configurationsByTag.set(tag, [configuration]);
-      }
-    }
+    this.snippetRanks = new Map(snippets.map((row, index) => [row.uid, index]));
+    for (const row of snippets) this.addSnippet(row);
+    this.configurationList = [...configurations];
+    this.placeConfigurations();
+    for (const row of configurations) this.addConfiguration(row);
+  }
+
+  snippet(uid: number): PromptSnippetEntity | undefined {
+    return this.snippetsByUid.get(uid);
+  }
+
+  /** The snippet's place in the database's list order of all live snippets. */
+  rankOf(uid: number): number | undefined {
+    return this.snippetRanks.get(uid);
+  }
+
+  configuration(uid: number): ConfigurationEntity | undefined {
+    return this.configurationsByUid.get(uid);
+  }
+
+  get snippetCount(): number {
+    return this.snippetsByUid.size;
+  }
+
+  get configurationCount(): number {
+    return this.configurationsByUid.size;
   }
 
   liveByTag(tag: string): readonly PromptSnippetEntity[] {
     return this.liveByTagMap.get(normalizeTag(tag)) ?? [];
   }
 
+  /** `activeByTag` of behaviour.md §3.3: active live snippets carrying the tag, hidden ones included, list order. */
+  activeByTag(tag: string): readonly PromptSnippetEntity[] {
+    const wanted = normalizeTag(tag);
+    if (wanted === '') return [];
+    let list = this.activeByTagMap.get(wanted);
+    if (!list) this.activeByTagMap.set(wanted, (list = (this.liveByTagMap.get(wanted) ?? []).filter((row) => row.isActive)));
+    return list;
+  }
+
+  /** The memo `selectedSnippetsOf` uses: one selection per `snippet_tags` text, until a snippet of one of its tags changes. */
+  selection(snippetTags: string, select: () => readonly PromptSnippetEntity[]): readonly PromptSnippetEntity[] {
+    return this.selectionOf(snippetTags, select).selected;
+  }
+
+  /** The block each snippet adds to a prompt (`snippetBlock`), remembered per row: a changed row is a new object. */
+  snippetBlock(snippet: PromptSnippetEntity): string {
+    let block = this.blocks.get(snippet);
+    if (block === undefined) this.blocks.set(snippet, (block = snippetBlock(snippet)));
+    return block;
+  }
+
   /** Configurations selecting at least one of the tags, each once, in list order. */
   configurationsSelecting(tags: Iterable<string>): ConfigurationEntity[] {
-    const found = new Set<ConfigurationEntity>();
-    for (const tag of tags) for (const configuration of this.configurationsByTag.get(tag) ?? []) found.add(configuration);
-    return this.configurations.filter((configuration) => found.has(configuration));
+    const found = new Set<number>();
+    for (const tag of tags) for (const uid of this.configurationsByTag.get(tag) ?? []) found.add(uid);
+    return [...found].sort((left, right) => this.configurationPlace.get(left)! - this.configurationPlace.get(right)!).map((uid) => this.configurationsByUid.get(uid)!);
   }
 
   composition(configuration: ConfigurationEntity): Composition<PromptSnippetEntity> {
     return composeWithProvenance(parseSelectionTags(configuration.snippetTags), (tag) => this.liveByTag(tag));
   }
 
+  selectedSnippets(configuration: ConfigurationEntity): readonly PromptSnippetEntity[] {
+    return selectedSnippetsOf(configuration, this);
+  }
+
   effectiveSystemPrompt(configuration: ConfigurationEntity): string {
-    return effectiveSystemPromptOf(configuration, this.active);
+    return effectiveSystemPromptOf(configuration, this);
   }
 
-  /** Configurations whose tags select the snippet now (it is in their prompt). */
-  usedBy(snippet: PromptSnippetEntity): ConfigurationEntity[] {
-    return this.configurationsSelecting(new Set(parseTags(snippet.tags))).filter((configuration) =>
-      selectedSnippetsOf(configuration, this.active).some((selected) => selected.uid === snippet.uid),
-    );
+  /** Configurations whose tags select the snippet now (it is in their prompt), in list order. */
+  usedBy(snippet: Pick<PromptSnippetEntity, 'uid' | 'tags'>): ConfigurationEntity[] {
+    return this.configurationsSelecting(new Set(parseTags(snippet.tags))).filter((configuration) => {
+      this.selectedSnippets(configuration);
+      return this.selections.get(configuration.snippetTags)!.uids.has(snippet.uid);
+    });
+  }
+
+  /** Count and sum of `tstamp` of the live rows: what the tables' signature must be when the index is current. */
+  signature(): { snippetCount: number; snippetSum: number; configurationCount: number; configurationSum: number } {
+    return { snippetCount: this.snippetsByUid.size, snippetSum: this.tstampSums.snippet, configurationCount: this.configurationsByUid.size, configurationSum: this.tstampSums.configuration };
+  }
+
+  /** Every live row's `tstamp` by uid, to compare with the table's. */
+  stamps(kind: 'snippet' | 'configuration'): Map<number, number> {
+    const rows = kind === 'snippet' ? this.snippetsByUid : this.configurationsByUid;
+    return new Map([...rows].map(([uid, row]) => [uid, Number(row.tstamp)]));
+  }
+
+  /**
+   * Takes rows read again (`null`: the row is gone from the table). Returns
+   * whether rows moved (a tag, sorting or name changed, a row came or went):
+   * then `reorderSnippets` must follow with the database's list order.
+   */
+  applySnippet(uid: number, row: PromptSnippetEntity | null): boolean {
+    const old = this.snippetsByUid.get(uid);
+    const fresh = row && !row.deleted ? row : null;
+    if (!old && !fresh) return false;
+    const oldTags = new Set(old ? parseTags(old.tags) : []);
+    const newTags = new Set(fresh ? parseTags(fresh.tags) : []);
+    const moved = !old || !fresh || old.sorting !== fresh.sorting || old.name !== fresh.name || !sameSet(oldTags, newTags);
+    for (const tag of new Set([...oldTags, ...newTags])) this.forgetTag(tag);
+    if (!moved) {
+      // Same tags, same place: the row is swapped in where it was.
+      for (const tag of oldTags) {
+        const list = this.liveByTagMap.get(tag)!;
+        list[list.indexOf(old!)] = fresh!;
+      }
+      this.snippetsByUid.set(uid, fresh!);
+      this.tstampSums.snippet += Number(fresh!.tstamp) - Number(old!.tstamp);
+      return false;
+    }
+    if (old) this.removeSnippet(old);
+    if (fresh) this.addSnippet(fresh, this.pendingOrder);
+    return true;
+  }
+
+  /** Tags whose lists got a row added since the last `reorderSnippets`. */
+  private readonly pendingOrder = new Set<string>();
+
+  /** Sorts the lists that got rows by the database's list order (ranks of every live snippet, read after the rows). */
+  reorderSnippets(ranks: ListRanks): void {
+    this.snippetRanks = ranks;
+    const rank = (row: PromptSnippetEntity) => ranks.get(row.uid) ?? Number.MAX_SAFE_INTEGER;
+    for (const tag of this.pendingOrder) {
+      this.liveByTagMap.get(tag)?.sort((left, right) => rank(left) - rank(right) || left.uid - right.uid);
+      this.forgetTag(tag);
+    }
+    this.pendingOrder.clear();
+  }
+
+  /** Takes a configuration read again; returns whether the list order must be read again (a row came or went, or sorting or name changed). */
+  applyConfiguration(uid: number, row: ConfigurationEntity | null): boolean {
+    const old = this.configurationsByUid.get(uid);
+    const fresh = row && !row.deleted ? row : null;
+    if (!old && !fresh) return false;
+    if (old) this.removeConfiguration(old);
+    if (fresh) this.addConfiguration(fresh);
+    const moved = !old || !fresh || old.sorting !== fresh.sorting || old.name !== fresh.name;
+    if (!moved) {
+      this.configurationList[this.configurationPlace.get(uid)!] = fresh!;
+      return false;
+    }
+    return true;
+  }
+
+  /** The live configurations' uids in the database's list order, read after the rows. */
+  reorderConfigurations(uidsInOrder: readonly number[]): void {
+    this.configurationList = uidsInOrder.map((uid) => this.configurationsByUid.get(uid)).filter((row): row is ConfigurationEntity => row !== undefined);
+    // A configuration the order does not list yet (written after it was read) goes last until the next change.
+    const listed = new Set(this.configurationList);
+    for (const row of this.configurationsByUid.values()) if (!listed.has(row)) this.configurationList.push(row);
+    this.placeConfigurations();
+  }
+
+  private addSnippet(row: PromptSnippetEntity, unordered?: Set<string>): void {
+    this.snippetsByUid.set(row.uid, row);
+    this.tstampSums.snippet += Number(row.tstamp);
+    for (const tag of new Set(parseTags(row.tags))) {
+      const list = this.liveByTagMap.get(tag);
+      if (list) list.push(row);
+      else this.liveByTagMap.set(tag, [row]);
+      unordered?.add(tag);
+    }
+  }
+
+  private removeSnippet(row: PromptSnippetEntity): void {
+    this.snippetsByUid.delete(row.uid);
+    this.tstampSums.snippet -= Number(row.tstamp);
+    for (const tag of new Set(parseTags(row.tags))) {
+      const list = this.liveByTagMap.get(tag);
+      if (!list) continue;
+      const index = list.indexOf(row);
+      if (index >= 0) list.splice(index, 1);
+      if (list.length === 0) this.liveByTagMap.delete(tag);
+    }
+  }
+
+  private addConfiguration(row: ConfigurationEntity): void {
+    this.configurationsByUid.set(row.uid, row);
+    this.tstampSums.configuration += Number(row.tstamp);
+    for (const tag of parseSelectionTags(row.snippetTags)) {
+      const set = this.configurationsByTag.get(tag);
+      if (set) set.add(row.uid);
+      else this.configurationsByTag.set(tag, new Set([row.uid]));
+    }
+  }
+
+  private removeConfiguration(row: ConfigurationEntity): void {
+    this.configurationsByUid.delete(row.uid);
+    this.tstampSums.configuration -= Number(row.tstamp);
+    for (const tag of parseSelectionTags(row.snippetTags)) this.configurationsByTag.get(tag)?.delete(row.uid);
+  }
+
+  private placeConfigurations(): void {
+    this.configurationPlace.clear();
+    this.configurationList.forEach((row, index) => this.configurationPlace.set(row.uid, index));
+  }
+
+  private selectionOf(snippetTags: string, select: () => readonly PromptSnippetEntity[]): Selection {
+    let entry = this.selections.get(snippetTags);
+    if (!entry) {
+      const selected = select();
+      entry = { selected, uids: new Set(selected.map((row) => row.uid)) };
+      this.selections.set(snippetTags, entry);
+      for (const tag of parseSelectionTags(snippetTags)) {
+        const keys = this.selectionsByTag.get(tag);
+        if (keys) keys.add(snippetTags);
+        else this.selectionsByTag.set(tag, new Set([snippetTags]));
+      }
+    }
+    return entry;
+  }
+
+  /** A tag's list changed: its active list and every selection reading it are made again when next asked for. */
+  private forgetTag(tag: string): void {
+    this.activeByTagMap.delete(tag);
+    const keys = this.selectionsByTag.get(tag);
+    if (!keys) return;
+    for (const key of keys) this.selections.delete(key);
+    this.selectionsByTag.delete(tag);
   }
 }
 
-interface Signature {
-  generation: number;
-  tables: string;
+function sameSet<T>(left: ReadonlySet<T>, right: ReadonlySet<T>): boolean {
+  if (left.size !== right.size) return false;
+  for (const item of left) if (!right.has(item)) return false;
+  return true;
 }
 
+/** Rows read again per query when bringing the index up to date. */
+const READ_CHUNK = 500;
+/** More changed rows than this at once (a bulk import): the library is loaded afresh instead. */
+const RELOAD_ABOVE = 2_000;
+
+type IndexedKind = 'snippet' | 'configuration';
+
+const TABLES: { [K in IndexedKind]: { table: string; entity: EntityTarget<ObjectLiteral> } } = {
+  snippet: { table: 'tx_nrllm_promptsnippet', entity: PromptSnippetEntity },
+  configuration: { table: 'tx_nrllm_configuration', entity: ConfigurationEntity },
+};
+
+/**
+ * Keeps one `PromptLibrary` current for the whole service (see the top of
+ * this file): loaded on first use, then brought up to date before each use
+ * from the rows change events named and the tables' signature.
+ */
 export class PromptLibraryCache {
-  private generation = 0;
-  private cached: { signature: Signature; library: Promise<PromptLibrary> } | null = null;
+  private library: Promise<PromptLibrary> | null = null;
+  private dirty = { snippet: new Set<number>(), configuration: new Set<number>() };
+  private current: Promise<void> | null = null;
+  private next: Promise<void> | null = null;
 
   constructor(
     private readonly dataSource: DataSource,
     history: PromptHistoryService,
   ) {
-    history.onChange(() => {
-      this.generation += 1;
+    history.onChange((event) => {
+      if (event.kind === 'snippet' || event.kind === 'configuration') this.dirty[event.kind].add(event.uid);
     });
   }
 
   async get(): Promise<PromptLibrary> {
-    const signature: Signature = { generation: this.generation, tables: await this.tableSignature() };
-    const cached = this.cached;
-    if (cached && cached.signature.generation === signature.generation && cached.signature.tables === signature.tables) return cached.library;
-    const library = this.load();
-    this.cached = { signature, library };
-    library.catch(() => {
-      if (this.cached?.library === library) this.cached = null;
-    });
-    return library;
+    await this.refresh();
+    return this.loaded();
   }
 
-  private async tableSignature(): Promise<string> {
-    const rows = (await this.dataSource.query(
-      `SELECT (SELECT COUNT(*) FROM tx_nrllm_promptsnippet) AS s_count, (SELECT COALESCE(SUM(tstamp), 0) FROM tx_nrllm_promptsnippet) AS s_sum, (SELECT COALESCE(MAX(tstamp), 0) FROM tx_nrllm_promptsnippet) AS s_max,
-              (SELECT COUNT(*) FROM tx_nrllm_configuration) AS c_count, (SELECT COALESCE(SUM(tstamp), 0) FROM tx_nrllm_configuration) AS c_sum, (SELECT COALESCE(MAX(tstamp), 0) FROM tx_nrllm_configuration) AS c_max`,
-    )) as Record<string, unknown>[];
-    return Object.values(rows[0] ?? {}).map(String).join(':');
+  private loaded(): Promise<PromptLibrary> {
+    if (!this.library) {
+      const library = this.load();
+      this.library = library;
+      library.catch(() => {
+        if (this.library === library) this.library = null;
+      });
+    }
+    return this.library;
+  }
+
+  /**
+   * Brings the library up to date with everything committed before the
+   * call: one refresh at a time; a caller arriving while one runs waits for
+   * the next, which all callers arriving meanwhile share.
+   */
+  private refresh(): Promise<void> {
+    if (!this.current) {
+      const running = this.bringUpToDate().finally(() => {
+        if (this.current === running) this.current = null;
+      });
+      this.current = running;
+      return running;
+    }
+    this.next ??= this.current
+      .catch(() => undefined)
+      .then(() => {
+        this.next = null;
+        return this.refresh();
+      });
+    return this.next;
+  }
+
+  private async bringUpToDate(): Promise<void> {
+    const library = await this.loaded();
+    const dirty = this.dirty;
+    this.dirty = { snippet: new Set(), configuration: new Set() };
+    try {
+      if ((await this.reread(library, 'snippet', dirty.snippet)) === 'reloaded') return;
+      if ((await this.reread(library, 'configuration', dirty.configuration)) === 'reloaded') return;
+      // Writes no event announced here (another instance without Redis, a row TYPO3 wrote that the detector has not read yet).
+      const tables = await this.tableSignature();
+      const own = library.signature();
+      if (tables.snippetCount !== own.snippetCount || tables.snippetSum !== own.snippetSum) {
+        if ((await this.reconcile(library, 'snippet')) === 'reloaded') return;
+      }
+      if (tables.configurationCount !== own.configurationCount || tables.configurationSum !== own.configurationSum) await this.reconcile(library, 'configuration');
+    } catch (error) {
+      // Read them again next time.
+      for (const uid of dirty.snippet) this.dirty.snippet.add(uid);
+      for (const uid of dirty.configuration) this.dirty.configuration.add(uid);
+      throw error;
+    }
+  }
+
+  /** Finds the live rows whose `tstamp` differs from the index's (or that came or went) and reads them again. */
+  private async reconcile(library: PromptLibrary, kind: IndexedKind): Promise<'reloaded' | 'updated'> {
+    const { rows } = await selectArrays(this.dataSource, `SELECT uid, tstamp FROM ${TABLES[kind].table} WHERE deleted = 0`, []);
+    const known = library.stamps(kind);
+    const stale = new Set<number>();
+    for (const [uid, tstamp] of rows) {
+      const id = Number(uid);
+      if (known.get(id) !== Number(tstamp)) stale.add(id);
+      known.delete(id);
+    }
+    for (const uid of known.keys()) stale.add(uid);
+    return this.reread(library, kind, stale);
+  }
+
+  /** Reads the rows again and takes them into the library, restoring the database's order where rows moved. */
+  private async reread(library: PromptLibrary, kind: IndexedKind, uids: ReadonlySet<number>): Promise<'reloaded' | 'updated'> {
+    if (uids.size === 0) return 'updated';
+    if (uids.size > RELOAD_ABOVE) {
+      this.library = Promise.resolve(await this.load());
+      return 'reloaded';
+    }
+    const list = [...uids];
+    const found = new Map<number, ObjectLiteral>();
+    for (let start = 0; start < list.length; start += READ_CHUNK) {
+      const chunk = list.slice(start, start + READ_CHUNK);
+      // getMany, not the prepared array reads: the SQL differs with every number of uids.
+      const rows = await this.dataSource.getRepository(TABLES[kind].entity).createQueryBuilder('row').where('row.uid IN (:...uids)', { uids: chunk }).getMany();
+      for (const row of rows) found.set(Number(row.uid), row);
+    }
+    let moved = false;
+    for (const uid of list) {
+      const row = found.get(uid) ?? null;
+      moved = (kind === 'snippet' ? library.applySnippet(uid, row as PromptSnippetEntity | null) : library.applyConfiguration(uid, row as ConfigurationEntity | null)) || moved;
+    }
+    if (!moved) return 'updated';
+    const order = await this.listOrder(kind);
+    if (kind === 'snippet') library.reorderSnippets(new Map(order.map((uid, index) => [uid, index])));
+    else library.reorderConfigurations(order);
+    return 'updated';
+  }
+
+  /** The uids of the live rows in the database's list order (as `liveRowsInListOrder` reads the rows). */
+  private async listOrder(kind: IndexedKind): Promise<number[]> {
+    const [sql, parameters] = liveRowsInListOrder(this.dataSource, TABLES[kind].entity, 'row').select('row.uid', 'uid').getQueryAndParameters();
+    const { rows } = await selectArrays(this.dataSource, sql, parameters);
+    return rows.map((row) => Number(row[0]));
+  }
+
+  private async tableSignature(): Promise<{ snippetCount: number; snippetSum: number; configurationCount: number; configurationSum: number }> {
+    const { rows } = await selectArrays(
+      this.dataSource,
+      `SELECT (SELECT COUNT(*) FROM tx_nrllm_promptsnippet WHERE deleted = 0), (SELECT COALESCE(SUM(tstamp), 0) FROM tx_nrllm_promptsnippet WHERE deleted = 0),
+              (SELECT COUNT(*) FROM tx_nrllm_configuration WHERE deleted = 0), (SELECT COALESCE(SUM(tstamp), 0) FROM tx_nrllm_configuration WHERE deleted = 0)`,
+      [],
+    );
+    const [snippetCount, snippetSum, configurationCount, configurationSum] = (rows[0] ?? []).map(Number);
+    return { snippetCount: snippetCount ?? 0, snippetSum: snippetSum ?? 0, configurationCount: configurationCount ?? 0, configurationSum: configurationSum ?? 0 };
   }
 
   private async load(): Promise<PromptLibrary> {

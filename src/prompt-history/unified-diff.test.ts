@@ -70,6 +70,9 @@ describe('unified diffs of long texts', () => {
       ['one\ntwo\nthree\nfour\nfive', 'one\ntwo\nthree\nfour\nFIVE'],
       ['one\ntwo\nthree\nfour\nfive', 'one\ntwo\nthree\nfour\nfive\nsix'],
       ['same', 'same\n'],
+      ['\nx\ny\nz\nw\nv', '\nx\ny\nz\nw\nV'],
+      ['\n\n\n\n\na', '\n\n\n\n\nb'],
+      ['a\n\n\n\n\n', 'b\n\n\n\n\n'],
     ]) {
       expect(unifiedDiff(before!, after!, 'now', 'after')).toBe(whole(before!, after!));
     }

@@ -5,7 +5,7 @@
  * that matched it and the block it adds; `dropped` lists the snippets the tags
  * matched that are not in the prompt, with the reason.
  */
-import { composeSnippetBlock, type SelectableSnippet, selectSnippets } from './effective-prompt';
+import { type SelectableSnippet, selectSnippets, snippetBlock } from './effective-prompt';
 
 export type DropReason = 'INACTIVE' | 'HIDDEN' | 'DUPLICATE';
 
@@ -38,7 +38,7 @@ export interface Composition<S> {
  */
 export function composeWithProvenance<S extends ComposableSnippet>(tags: readonly string[], liveByTag: (tag: string) => readonly S[]): Composition<S> {
   const selected = selectSnippets(tags, (tag) => liveByTag(tag).filter((snippet) => snippet.isActive)) as S[];
-  const partOf = new Map<S, CompositionPart<S>>(selected.map((snippet) => [snippet, { snippet, matchedTags: [], text: composeSnippetBlock([snippet]) }]));
+  const partOf = new Map<S, CompositionPart<S>>(selected.map((snippet) => [snippet, { snippet, matchedTags: [], text: snippetBlock(snippet) }]));
   const droppedOf = new Map<S, DroppedSnippet<S>>();
   for (const tag of tags) {
     for (const snippet of liveByTag(tag)) {

@@ -8,8 +8,8 @@
  */
 import type { PhpArray } from '../shared/php-json';
 import { buildCallOptions, type CallOptionsModel, readOptions } from './call-options';
-import { appendSnippetBlock, composeSnippetBlock, selectSnippets } from './effective-prompt';
-import type { ActiveSnippetIndex, IndexedSnippet } from './snippet-index';
+import { composeSnippetBlock, selectionPrompt, selectSnippets } from './effective-prompt';
+import type { IndexedSnippet } from './snippet-index';
 import { parseSelectionTags } from './tags';
 
 /** The configuration columns the prompt rules read (`tx_nrllm_configuration`). */
@@ -27,8 +27,20 @@ export interface PromptConfiguration {
   options: string | null;
 }
 
+/**
+ * What selecting a configuration's snippets reads: the tag lookup of
+ * behaviour.md §3.3 and a memo of selections by `snippet_tags` text — one
+ * request's `ActiveSnippetIndex`, or the prompt library the service keeps.
+ */
+export interface SnippetSelectionSource<S extends IndexedSnippet = IndexedSnippet> {
+  activeByTag(tag: string): readonly S[];
+  selection(snippetTags: string, select: () => readonly S[]): readonly S[];
+  /** A memo of `snippetBlock` (effective-prompt.ts), for a source that composes the same rows many times. */
+  snippetBlock?(snippet: S): string;
+}
+
 /** The snippets a configuration's tags select now (behaviour.md §4.1), from one index of active snippets. */
-export function selectedSnippetsOf<S extends IndexedSnippet>(configuration: Pick<PromptConfiguration, 'snippetTags'>, activeSnippets: ActiveSnippetIndex<S>): readonly S[] {
+export function selectedSnippetsOf<S extends IndexedSnippet>(configuration: Pick<PromptConfiguration, 'snippetTags'>, activeSnippets: SnippetSelectionSource<S>): readonly S[] {
   return activeSnippets.selection(configuration.snippetTags, () => {
     const tags = parseSelectionTags(configuration.snippetTags);
     return tags.length === 0 ? [] : (selectSnippets(tags, (tag) => activeSnippets.activeByTag(tag)) as S[]);
@@ -36,9 +48,9 @@ export function selectedSnippetsOf<S extends IndexedSnippet>(configuration: Pick
 }
 
 /** The configuration's prompt (or a per-run override) with its snippet block appended (behaviour.md §4). */
-export function effectiveSystemPromptOf(configuration: Pick<PromptConfiguration, 'snippetTags' | 'systemPrompt'>, activeSnippets: ActiveSnippetIndex, override?: string | null): string {
+export function effectiveSystemPromptOf<S extends IndexedSnippet>(configuration: Pick<PromptConfiguration, 'snippetTags' | 'systemPrompt'>, activeSnippets: SnippetSelectionSource<S>, override?: string | null): string {
   const prompt = override !== undefined && override !== null && override !== '' ? override : configuration.systemPrompt;
-  return appendSnippetBlock(prompt, composeSnippetBlock(selectedSnippetsOf(configuration, activeSnippets)));
+  return selectionPrompt(prompt, selectedSnippetsOf(configuration, activeSnippets), activeSnippets.snippetBlock?.bind(activeSnippets));
 }
 
 /**
@@ -48,7 +60,7 @@ export function effectiveSystemPromptOf(configuration: Pick<PromptConfiguration,
  * `plainValueOf` a JavaScript object). `overrides` are per-call values (a
  * run's maxTokens, temperature).
  */
-export function callOptionsOf(configuration: PromptConfiguration, model: CallOptionsModel | null, activeSnippets: ActiveSnippetIndex, overrides: PhpArray = new Map()): PhpArray {
+export function callOptionsOf<S extends IndexedSnippet>(configuration: PromptConfiguration, model: CallOptionsModel | null, activeSnippets: SnippetSelectionSource<S>, overrides: PhpArray = new Map()): PhpArray {
   return buildCallOptions({
     configuration: {
       temperature: configuration.temperature,
@@ -63,6 +75,6 @@ export function callOptionsOf(configuration: PromptConfiguration, model: CallOpt
     },
     model,
     overrides,
-    snippetBlock: composeSnippetBlock(selectedSnippetsOf(configuration, activeSnippets)),
+    snippetBlock: composeSnippetBlock(selectedSnippetsOf(configuration, activeSnippets), activeSnippets.snippetBlock?.bind(activeSnippets)),
   });
 }

@@ -67,6 +67,21 @@ export function selectSnippets(tags: readonly string[], activeByTag: ActiveByTag
 }
 
 /**
+ * The block one snippet adds (§4.2): its text composed with its `name` as
+ * the label; `""` when the text is empty after trimming.
+ */
+export function snippetBlock(snippet: Pick<SelectableSnippet, 'name' | 'snippet'>): string {
+  return composeSnippets([{ label: snippet.name, snippet: snippet.snippet }]);
+}
+
+/**
+ * What `snippetBlock` gives for a snippet, possibly remembered: a caller
+ * composing the same rows many times (the prompt library) passes a memo of
+ * `snippetBlock`, never anything else.
+ */
+export type SnippetBlockOf<S> = (snippet: S) => string;
+
+/**
  * Composes the selected snippets into one block (§4.2).
  *
  * Each snippet is composed on its own with its `name` as the label, so two
@@ -75,10 +90,10 @@ export function selectSnippets(tags: readonly string[], activeByTag: ActiveByTag
  * text is empty after trimming give no block; the rest are joined with
  * `"\n\n"`. No snippet gives `""`.
  */
-export function composeSnippetBlock(selected: readonly Pick<SelectableSnippet, 'name' | 'snippet'>[]): string {
+export function composeSnippetBlock<S extends Pick<SelectableSnippet, 'name' | 'snippet'>>(selected: readonly S[], blockOf: SnippetBlockOf<S> = snippetBlock): string {
   const blocks: string[] = [];
   for (const snippet of selected) {
-    const block = composeSnippets([{ label: snippet.name, snippet: snippet.snippet }]);
+    const block = blockOf(snippet);
     if (block !== '') {
       blocks.push(block);
     }
@@ -110,8 +125,13 @@ export function appendSnippetBlock(prompt: string, block: string): string {
  * override that replaced it) with the block of the snippets `tags` select
  * appended. `""` means "send no system prompt".
  */
-export function effectiveSystemPrompt(prompt: string, tags: readonly string[], activeByTag: ActiveByTag): string {
-  return appendSnippetBlock(prompt, composeSnippetBlock(selectSnippets(tags, activeByTag)));
+export function effectiveSystemPrompt(prompt: string, tags: readonly string[], activeByTag: ActiveByTag, blockOf?: SnippetBlockOf<SelectableSnippet>): string {
+  return selectionPrompt(prompt, selectSnippets(tags, activeByTag), blockOf);
+}
+
+/** The effective system prompt of snippets already selected (`selectSnippets`): `prompt` with their block appended. */
+export function selectionPrompt<S extends SelectableSnippet>(prompt: string, selected: readonly S[], blockOf?: SnippetBlockOf<S>): string {
+  return appendSnippetBlock(prompt, composeSnippetBlock(selected, blockOf));
 }
 
 /**

@@ -109,7 +109,7 @@ export class SnippetResolver {
   @FieldResolver(() => [LlmConfiguration], { description: 'Configurations whose tags select this snippet now (it is in their effective prompt).' })
   async usedBy(@Root() snippet: PromptSnippet, @Ctx() { loaders }: GraphQLContext): Promise<LlmConfiguration[]> {
     const library = await loaders.library();
-    const row = library.snippets.find((candidate) => candidate.uid === snippet.uid);
+    const row = library.snippet(snippet.uid);
     return row ? library.usedBy(row).map(toLlmConfiguration) : [];
   }
 

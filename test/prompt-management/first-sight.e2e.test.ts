@@ -105,7 +105,7 @@ describe.each(testDialects)('the change detector on a database with a library in
     expect(await versionsOf('configuration')).toBe(CONFIGURATIONS);
     expect(await versionsOf('skill')).toBe(1);
     expect(await count(database, "SELECT COUNT(*) AS n FROM promptwire_prompt_version WHERE version <> 1 OR source <> 'external' OR author IS NOT NULL")).toBe(0);
-    // The reading gave the event loop back between its pages (600 snippets are three pages).
+    // The reading gave the event loop back between its pages (601 snippets are seven pages).
     expect(turns).toBeGreaterThanOrEqual(2);
 
     // A poll with nothing changed reads no row.
