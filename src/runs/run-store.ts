@@ -2,7 +2,7 @@
  * The run tables: `tx_nrllm_agentrun` and `tx_nrllm_agentrun_event`.
  * A step is written with its sequence number before anyone is told about it.
  */
-import type { DataSource, EntityManager, SelectQueryBuilder } from 'typeorm';
+import type { DataSource, EntityManager, QueryResult, QueryRunner, SelectQueryBuilder } from 'typeorm';
 import { afterPosition, atOrBeforePosition, type KeyColumn, type KeyKind, type KeysetSource, positionOf } from '../db/keyset';
 import { getEntityRowsWithKeys } from '../db/raw-rows';
 import { unixNow } from '../shared/time';
@@ -189,15 +189,19 @@ export class RunStore {
    * `suspendedState`: with the APPROVAL step that makes the run wait, what
    * TYPO3 reads from `suspended_state` (see `engine/suspended-state.ts`).
    */
-  async appendStep(runUid: number, sequence: number, step: RunStep, extras: { suspendedState?: string } = {}): Promise<StoredStep> {
+  async appendStep(runUid: number, sequence: number, step: RunStep, extras: { suspendedState?: string } = {}, owner: string | null = null): Promise<StoredStep> {
     const { kind, round, durationMs, ...payload } = step;
     const event = { run: runUid, sequence, kind, round, durationMs: Math.round(durationMs * 100) / 100, payload: JSON.stringify(payload), crdate: unixNow() };
     // updateEntity(false): TypeORM would otherwise read every inserted row back (a SELECT per step on SQLite).
+    const insert = (manager: EntityManager | null) =>
+      owner === null
+        ? (manager ?? this.dataSource).createQueryBuilder().insert().into(AgentRunEventEntity).values(event).updateEntity(false).execute()
+        : this.insertAsOwner(manager, event, owner);
     if (kind === 'approval' && (step as ApprovalStep).pendingToolCalls) {
       // The run waits for a person, holding nothing: status, step and deadline together, and no lease.
       const deadlineAt = (step as ApprovalStep).deadlineAt;
       await this.dataSource.transaction(async (manager) => {
-        await manager.createQueryBuilder().insert().into(AgentRunEventEntity).values(event).updateEntity(false).execute();
+        await insert(manager);
         await manager.update(AgentRunEntity, { uid: runUid }, { status: 'WAITING_FOR_APPROVAL', suspendedState: extras.suspendedState ?? '', tstamp: unixNow() });
         await manager.delete(RunLeaseEntity, { runUid });
         await manager.delete(RunApprovalDeadlineEntity, { runUid });
@@ -206,10 +210,10 @@ export class RunStore {
         }
       });
     } else if (kind !== 'end') {
-      await this.dataSource.createQueryBuilder().insert().into(AgentRunEventEntity).values(event).updateEntity(false).execute();
+      await insert(null);
     } else {
       await this.dataSource.transaction(async (manager) => {
-        await manager.createQueryBuilder().insert().into(AgentRunEventEntity).values(event).updateEntity(false).execute();
+        await insert(manager);
         await manager.update(AgentRunEntity, { uid: runUid }, runRowFromEnd(step));
         await manager.delete(RunLeaseEntity, { runUid });
         await manager.delete(RunApprovalDeadlineEntity, { runUid });
@@ -217,6 +221,31 @@ export class RunStore {
       });
     }
     return { ...payload, sequence, kind, round, durationMs: event.durationMs };
+  }
+
+  /**
+   * Inserts a step only while `owner` holds the run's lease, in one
+   * statement (INSERT … SELECT from the lease row): the fence that keeps an
+   * instance whose lease was taken over (it paused past the lease, lost the
+   * database for a while) from writing into the new owner's trace. On MySQL
+   * the statement reads the lease row with a shared lock, so a claim waits
+   * for it and the two cannot interleave. Throws `LeaseLostError` when the
+   * lease is someone else's, or gone.
+   */
+  private async insertAsOwner(manager: EntityManager | null, event: { run: number; sequence: number; kind: string; round: number; durationMs: number; payload: string; crdate: number }, owner: string): Promise<void> {
+    const q = (name: string) => this.dataSource.driver.escape(name);
+    const sql =
+      `INSERT INTO ${q('tx_nrllm_agentrun_event')} (${[q('run'), q('sequence'), q('kind'), q('round'), q('duration_ms'), q('payload'), q('crdate')].join(', ')}) ` +
+      `SELECT ?, ?, ?, ?, ?, ?, ? FROM ${q('promptwire_run_lease')} WHERE ${q('run_uid')} = ? AND ${q('instance_id')} = ?`;
+    const parameters = [event.run, event.sequence, event.kind, event.round, event.durationMs, event.payload, event.crdate, event.run, owner];
+    const runner: QueryRunner = manager?.queryRunner ?? this.dataSource.createQueryRunner();
+    let result: QueryResult;
+    try {
+      result = (await runner.query(sql, parameters, true)) as QueryResult;
+    } finally {
+      if (!manager?.queryRunner) await runner.release();
+    }
+    if (!result.affected) throw new LeaseLostError();
   }
 
   /**
@@ -367,6 +396,20 @@ export class RunStore {
       .execute();
   }
 
+  /** The oldest heartbeat (unix seconds) of a lease another instance holds on an open run of this service; null when there is none. */
+  async oldestForeignHeartbeat(instanceId: string): Promise<number | null> {
+    const row = await this.dataSource
+      .getRepository(RunLeaseEntity)
+      .createQueryBuilder('l')
+      .innerJoin(AgentRunEntity, 'r', 'r.uid = l.run_uid')
+      .select('MIN(l.heartbeat_at)', 'oldest')
+      .where('l.instance_id <> :instanceId', { instanceId })
+      .andWhere('r.status IN (:...open)', { open: OPEN })
+      .andWhere('r.claimed_by = :owner', { owner: RUN_OWNER_MARK })
+      .getRawOne<{ oldest: number | string | null }>();
+    return row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest);
+  }
+
   /** Whether an open run has a live owner: a lease renewed within `staleSeconds`. */
   async hasLiveLease(runUid: number, staleSeconds: number): Promise<boolean> {
     const lease = await this.dataSource.getRepository(RunLeaseEntity).findOne({ where: { runUid } });
@@ -513,6 +556,15 @@ export class RunStore {
 }
 
 class ClaimLost extends Error {}
+
+/** A step was not stored: the instance writing it no longer holds the run's lease (another instance took the run over). */
+export class LeaseLostError extends Error {
+  readonly code = 'LEASE_LOST';
+  constructor() {
+    super('This instance no longer holds the run\'s lease; the step was not stored.');
+    this.name = 'LeaseLostError';
+  }
+}
 
 /** Rolls back a timeout whose run waits on a newer deadline. */
 class WaitNotExpired extends Error {}

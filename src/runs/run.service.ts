@@ -18,14 +18,14 @@ import type { ReleaseService } from '../releases/release.service';
 import type { SkillService } from '../skills/skill.service';
 import type { SnippetService } from '../snippets/snippet.service';
 import type { AgentRunEntity } from './agent-run.entity';
-import { INTERNAL_ERROR_MESSAGE, clampMaxRounds, driveRun, type AgentLoopInput, type StepExtras } from './engine/agent-loop';
+import { INTERNAL_ERROR_MESSAGE, RunTakenOver, clampMaxRounds, driveRun, type AgentLoopInput, type StepExtras } from './engine/agent-loop';
 import { approvalTimeoutStep, isOpenRunState, rebuildProgress, type RunProgress } from './engine/run-machine';
 import { storedSpellings } from './run-status';
 import { unixNow } from '../shared/time';
 import type { ApprovalStep, EndStep, RequestedToolCall, RunDelta, RunStep } from './engine/run-step';
 import { BoundedQueue } from './bounded-queue';
 import { RunPreparer, type PreparedRun, type StartRunRequest, type StoredRunRequest } from './run-preparer';
-import { RUN_KEY_KINDS, RUN_LIST, RunStore, type RunEndedHook, type RunListFilter, type RunProvenance } from './run-store';
+import { LeaseLostError, RUN_KEY_KINDS, RUN_LIST, RunStore, type RunEndedHook, type RunListFilter, type RunProvenance } from './run-store';
 import type { RunStatus } from './run-status';
 import type { ExternalToolSource, ToolInfo, ToolRegistry } from './tools/tool-registry';
 import { preciseNow, type RunObservation, type RunObserver } from '../operations/run-observer';
@@ -230,6 +230,8 @@ export class RunService {
       });
       if (outcome.status === 'WAITING_FOR_APPROVAL') {
         this.logger.info({ runId: row.uuid, pending: outcome.pendingToolCalls.map((call) => call.name) }, 'run waits for approval');
+      } else if (outcome.status === 'TAKEN_OVER') {
+        this.logger.warn({ runId: row.uuid }, 'another instance took the run over (this one had stopped renewing its lease); stopped driving it');
       } else {
         this.logger.info({ runId: row.uuid, status: outcome.status, reason: outcome.terminationReason, tokens: outcome.totalTokens }, 'run finished');
       }
@@ -357,6 +359,8 @@ export class RunService {
     try {
       return await this.withStoreRetries(row, `store step ${sequence}`, () => this.appendStepOnce(row.uid, sequence, step, extras));
     } catch (error) {
+      // Another instance holds the run now: this one stops, writing nothing more (no fallback END either).
+      if (error instanceof LeaseLostError) throw new RunTakenOver();
       if (step.kind !== 'end') throw error;
       const fallback: EndStep = {
         ...step,
@@ -373,8 +377,11 @@ export class RunService {
   /** One attempt; a retry after a write whose answer was lost finds the step stored and does not write it twice. */
   private async appendStepOnce(runUid: number, sequence: number, step: RunStep, extras?: StepExtras): Promise<StoredStep> {
     try {
-      return await this.store.appendStep(runUid, sequence, step, extras);
+      // Written only while this instance holds the run's lease (see RunStore.insertAsOwner).
+      return await this.store.appendStep(runUid, sequence, step, extras, this.instanceId);
     } catch (error) {
+      // The step at this sequence, if any, is the new owner's: never take it for ours.
+      if (error instanceof LeaseLostError) throw error;
       const stored = await this.store.stepsAfter(runUid, sequence - 1).catch(() => []);
       const same = stored.find((candidate) => candidate.sequence === sequence && candidate.kind === step.kind);
       if (same) return same;
@@ -388,6 +395,7 @@ export class RunService {
       try {
         return await attempt();
       } catch (error) {
+        if (error instanceof LeaseLostError) throw error;
         // Only the error's class and code: a driver error's text may quote the parameters (the whole answer).
         this.logger.warn({ runId: row.uuid, attempt: tried + 1, errorClass: className(error), code: errorCode(error) }, `could not ${what}`);
         const delay = delays[tried];
@@ -520,15 +528,45 @@ export class RunService {
       const work = this.store
         .heartbeat(this.instanceId, uids)
         .then(() => this.recoverInterrupted())
-        .then(() => this.expireApprovals());
+        .then(() => this.expireApprovals())
+        .then(() => this.scheduleTakeoverCheck());
       work.catch((error: unknown) => this.logger.warn({ errorClass: className(error), code: errorCode(error) }, 'run housekeeping failed; will retry'));
-    }, Math.max(250, (this.leaseSeconds * 1000) / 3));
+    }, this.housekeepingIntervalMs);
     this.heartbeatTimer.unref();
   }
 
   stopHousekeeping(): void {
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     this.heartbeatTimer = null;
+    if (this.takeoverTimer) clearTimeout(this.takeoverTimer);
+    this.takeoverTimer = null;
+  }
+
+  private get housekeepingIntervalMs(): number {
+    return Math.max(250, (this.leaseSeconds * 1000) / 3);
+  }
+
+  private takeoverTimer: NodeJS.Timeout | null = null;
+
+  /**
+   * Looks for orphans again the moment the oldest lease another instance
+   * holds would go stale, when that comes before the next housekeeping
+   * pass: a run whose instance died is taken over about one lease period
+   * after its last heartbeat, not up to a third of a lease later.
+   */
+  private async scheduleTakeoverCheck(): Promise<void> {
+    if (!this.heartbeatTimer) return;
+    const oldest = await this.store.oldestForeignHeartbeat(this.instanceId);
+    if (oldest === null) return;
+    // Stale once unixNow() - leaseSeconds > heartbeat_at (RunStore.claimOrphan): at the start of that second.
+    const delay = (oldest + this.leaseSeconds + 1) * 1000 + 5 - Date.now();
+    if (delay >= this.housekeepingIntervalMs || !this.heartbeatTimer) return;
+    if (this.takeoverTimer) clearTimeout(this.takeoverTimer);
+    this.takeoverTimer = setTimeout(() => {
+      this.takeoverTimer = null;
+      this.recoverInterrupted().catch((error: unknown) => this.logger.warn({ errorClass: className(error), code: errorCode(error) }, 'run takeover check failed; will retry'));
+    }, Math.max(0, delay));
+    this.takeoverTimer.unref();
   }
 
   /** Waits for every run of this process to finish (graceful shutdown, tests). */

@@ -163,7 +163,27 @@ export interface SuspendedRun {
   pendingToolCalls: RequestedToolCall[];
 }
 
-export type LoopResult = LoopOutcome | SuspendedRun;
+/**
+ * A run this process stopped driving because another instance took it over
+ * (its lease went stale and was claimed): nothing more is recorded here, no
+ * END either; the new owner goes on from the stored steps.
+ */
+export interface TakenOverRun {
+  status: 'TAKEN_OVER';
+}
+
+export type LoopResult = LoopOutcome | SuspendedRun | TakenOverRun;
+
+/**
+ * What `recordStep` throws when this process no longer owns the run: the
+ * step was not stored, and the loop stops at once without an END.
+ */
+export class RunTakenOver extends Error {
+  constructor() {
+    super('Another instance took the run over; this one stops driving it.');
+    this.name = 'RunTakenOver';
+  }
+}
 
 /** The part of a pino logger the loop uses. */
 export interface AgentLoopLogger {
@@ -182,7 +202,11 @@ export interface StepExtras {
 }
 
 export interface AgentLoopHooks {
-  /** Persist, then publish. Awaited before the loop goes on; a failure ends the run with reason `error`. */
+  /**
+   * Persist, then publish. Awaited before the loop goes on; a failure ends
+   * the run with reason `error`, except `RunTakenOver`, which stops it at
+   * once without an END (another instance drives it now).
+   */
   recordStep(step: RunStep, extras?: StepExtras): Promise<void>;
   /** Streamed output while a call streams (`input.stream`); exceptions thrown here are logged and ignored. */
   onDelta?(delta: RunDelta): void;
@@ -411,6 +435,7 @@ class AgentLoopRun {
     try {
       outcome = await this.run();
     } catch (error) {
+      if (error instanceof RunTakenOver) return { status: 'TAKEN_OVER' };
       outcome = this.outcomeOfError(error);
     }
     if (outcome.status === 'WAITING_FOR_APPROVAL') return outcome;
@@ -418,6 +443,7 @@ class AgentLoopRun {
     try {
       await this.hooks.recordStep(end);
     } catch (error) {
+      if (error instanceof RunTakenOver) return { status: 'TAKEN_OVER' };
       this.hooks.logger.error({ err: error }, 'Recording the end step of a run failed');
     }
     return outcome;
@@ -769,5 +795,6 @@ export function driveRun(input: AgentLoopInput, hooks: AgentLoopHooks): Promise<
 export async function runAgentLoop(input: AgentLoopInput, hooks: AgentLoopHooks): Promise<LoopOutcome> {
   const result = await driveRun(input, hooks);
   if (result.status === 'WAITING_FOR_APPROVAL') throw new Error('The run waits for approval; use driveRun for runs that may.');
+  if (result.status === 'TAKEN_OVER') throw new RunTakenOver();
   return result;
 }
