@@ -3,11 +3,11 @@
  * in list order with each configuration's model and provider joined, the
  * count), and of configurations read by uid in one query.
  */
-import type { DataSource, SelectQueryBuilder } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import type { Dialect } from '../db/data-source';
-import { afterPosition, atOrBeforePosition, type KeyColumn, type KeyKind, type KeysetSource, positionOf } from '../db/keyset';
-import { flagCondition, searchCondition } from '../db/list-filters';
-import { getEntityRowsWithKeys } from '../db/raw-rows';
+import { afterPosition, atOrBeforePosition, type KeyColumn, type KeyKind, type KeysetSource, positionOf, type SqlCondition } from '../db/keyset';
+import { filteredSelect, flagCondition, searchCondition } from '../db/list-filters';
+import { getShapedArrays, getShapedEntityRows } from '../db/raw-rows';
 import { ModelEntity } from '../providers/model.entity';
 import { ProviderEntity } from '../providers/provider.entity';
 import { tagCondition, type TagMatchMode } from '../snippets/tag-match-sql';
@@ -49,32 +49,32 @@ export class ConfigurationRepository {
 
   /** The non-deleted configurations that pass `filter`, in list order, as a keyset source. */
   listed(filter: ConfigurationListFilter): KeysetSource<ListedConfiguration> {
+    const conditions = this.conditions(filter);
+    const rows = () => this.dataSource.getRepository(ConfigurationEntity).createQueryBuilder('c').where('c.deleted = 0');
     return {
       read: async (after, limit) => {
-        const query = this.filtered(filter)
-          .leftJoin(ModelEntity, 'm', 'm.uid = c.model_uid AND m.deleted = 0')
-          .leftJoin(ProviderEntity, 'p', 'p.uid = m.provider_uid AND p.deleted = 0')
-          .addSelect('m')
-          .addSelect('p');
-        if (after) {
-          const condition = afterPosition(ORDER, after, 'after');
-          query.andWhere(condition.sql, condition.parameters);
-        }
-        for (const { column, direction } of ORDER) query.addOrderBy(column, direction);
-        const rows = await getEntityRowsWithKeys(this.dataSource, query.limit(limit), ['m', 'p'], KEYS);
-        return rows.map(({ main, joined: [model, provider], key }) => ({
+        const page = () => {
+          const query = rows()
+            .leftJoin(ModelEntity, 'm', 'm.uid = c.model_uid AND m.deleted = 0')
+            .leftJoin(ProviderEntity, 'p', 'p.uid = m.provider_uid AND p.deleted = 0')
+            .addSelect('m')
+            .addSelect('p');
+          for (const { column, direction } of ORDER) query.addOrderBy(column, direction);
+          return query.limit(limit);
+        };
+        const select = filteredSelect(`configurations:page:${limit}`, page, after ? [...conditions, afterPosition(ORDER, after, 'after')] : conditions);
+        return (await getShapedEntityRows(this.dataSource, select, ['m', 'p'], KEYS)).map(({ main, joined: [model, provider], key }) => ({
           row: { configuration: main, model: (model as ModelEntity | null) ?? null, provider: (provider as ProviderEntity | null) ?? null },
           position: positionOf(key),
         }));
       },
       count: async () => {
-        const row = await this.filtered(filter).select('COUNT(*)', 'count').getRawOne<{ count: number | string }>();
-        return Number(row?.count ?? 0);
+        const [[count] = []] = await getShapedArrays(this.dataSource, filteredSelect('configurations:count', () => rows().select('COUNT(*)', 'count'), conditions));
+        return Number(count ?? 0);
       },
       existsAtOrBefore: async (position) => {
-        const condition = atOrBeforePosition(ORDER, position, 'before');
-        const row = await this.filtered(filter).select('c.uid', 'uid').andWhere(condition.sql, condition.parameters).limit(1).getRawOne();
-        return row !== undefined;
+        const select = filteredSelect('configurations:before', () => rows().select('c.uid', 'uid').limit(1), [...conditions, atOrBeforePosition(ORDER, position, 'before')]);
+        return (await getShapedArrays(this.dataSource, select)).length > 0;
       },
     };
   }
@@ -85,16 +85,13 @@ export class ConfigurationRepository {
     return this.dataSource.getRepository(ConfigurationEntity).createQueryBuilder('c').where('c.deleted = 0').andWhere('c.uid IN (:...uids)', { uids: [...uids] }).getMany();
   }
 
-  private filtered(filter: ConfigurationListFilter): SelectQueryBuilder<ConfigurationEntity> {
-    const query = this.dataSource.getRepository(ConfigurationEntity).createQueryBuilder('c').where('c.deleted = 0');
+  private conditions(filter: ConfigurationListFilter): SqlCondition[] {
+    const conditions: SqlCondition[] = [];
     const tags = tagCondition(this.dialect, 'c.snippet_tags', filter.tags, filter.tagsMatch, 'tag');
-    if (tags) query.andWhere(tags.sql, tags.parameters);
-    if (filter.isActive !== null) query.andWhere(flagCondition(this.dialect, 'c.is_active', filter.isActive));
-    if (filter.hidden !== null) query.andWhere(flagCondition(this.dialect, 'c.hidden', filter.hidden));
-    if (filter.search) {
-      const search = searchCondition(['c.identifier', 'c.name', 'c.description'], filter.search, 'search');
-      query.andWhere(search.sql, search.parameters);
-    }
-    return query;
+    if (tags) conditions.push(tags);
+    if (filter.isActive !== null) conditions.push(flagCondition(this.dialect, 'c.is_active', filter.isActive));
+    if (filter.hidden !== null) conditions.push(flagCondition(this.dialect, 'c.hidden', filter.hidden));
+    if (filter.search) conditions.push(searchCondition(['c.identifier', 'c.name', 'c.description'], filter.search, 'search'));
+    return conditions;
   }
 }

@@ -131,7 +131,7 @@ describe('a keyset page', () => {
     expect(await first.totalCount()).toBe(5);
     expect(await first.totalCount()).toBe(5);
     expect(rows.counted).toBe(1);
-    const last = await readKeysetPage('numbers', rows, 3, decodeCursor('numbers', ['integer'], first.rows[1].cursor));
+    const last = await readKeysetPage('numbers', rows, 3, decodeCursor('numbers', ['integer'], first.rows[1].cursor()));
     expect(last.rows.map((row) => row.row)).toEqual([3, 4, 5]);
     expect(last.hasNextPage).toBe(false);
     expect(await last.hasPreviousPage()).toBe(true);

@@ -141,7 +141,8 @@ export interface KeyedRow<T> {
 
 /** A page of a list read by keyset, and what a client may further ask of it. */
 export interface KeysetPage<T> {
-  rows: { row: T; cursor: string }[];
+  /** Each row with its cursor, encoded when asked for (a page of nodes without edges needs none). */
+  rows: { row: T; cursor: () => string }[];
   /** Whether rows follow this page (one more row was read to know). */
   hasNextPage: boolean;
   /** Whether the list has rows at or before the `after` position; read only when asked. */
@@ -162,7 +163,7 @@ export async function readKeysetPage<T>(list: string, source: KeysetSource<T>, f
   const rows = await source.read(after, first + 1);
   const page = rows.slice(0, first);
   return {
-    rows: page.map(({ row, position }) => ({ row, cursor: encodeCursor(list, position) })),
+    rows: page.map(({ row, position }) => ({ row, cursor: () => encodeCursor(list, position) })),
     hasNextPage: rows.length > first,
     hasPreviousPage: once(() => (after === null ? Promise.resolve(false) : source.existsAtOrBefore(after))),
     totalCount: once(() => source.count()),

@@ -2,8 +2,10 @@
  * Filter conditions shared by the lists of the editable tables, written so
  * that a row reads through the filter as the API shows it.
  */
+import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import type { Dialect } from './data-source';
 import type { SqlCondition } from './keyset';
+import type { ShapedSelect } from './raw-rows';
 
 /**
  * A tinyint switch (`is_active`, `hidden`) is on when it holds anything but
@@ -11,9 +13,9 @@ import type { SqlCondition } from './keyset';
  * written by hand): it is cast the way the transformer's `Number()` reads it,
  * so `'abc'` is off there too.
  */
-export function flagCondition(dialect: Dialect, column: string, on: boolean): string {
+export function flagCondition(dialect: Dialect, column: string, on: boolean): SqlCondition {
   const value = dialect === 'sqlite' ? `COALESCE(CAST(${column} AS REAL), 0)` : `COALESCE(${column}, 0)`;
-  return on ? `${value} <> 0` : `${value} = 0`;
+  return { sql: on ? `${value} <> 0` : `${value} = 0`, parameters: {} };
 }
 
 /**
@@ -26,5 +28,21 @@ export function searchCondition(columns: readonly string[], search: string, para
   return {
     sql: `(${columns.map((column) => `LOWER(COALESCE(${column}, '')) LIKE :${parameter} ESCAPE '!'`).join(' OR ')})`,
     parameters: { [parameter]: pattern },
+  };
+}
+
+/**
+ * A shaped select (raw-rows) over `base` with `conditions` ANDed: its shape is
+ * `name` and the conditions' SQL text, its values their parameters.
+ */
+export function filteredSelect<T extends ObjectLiteral>(name: string, base: () => SelectQueryBuilder<T>, conditions: readonly SqlCondition[]): ShapedSelect<T> {
+  return {
+    shape: `${name}:${conditions.map((condition) => condition.sql).join(' AND ')}`,
+    values: Object.assign({}, ...conditions.map((condition) => condition.parameters)) as Record<string, unknown>,
+    build: () => {
+      const query = base();
+      for (const condition of conditions) query.andWhere(condition.sql, condition.parameters);
+      return query;
+    },
   };
 }

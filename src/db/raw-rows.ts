@@ -178,23 +178,71 @@ export async function getPreparedEntityRows<T extends ObjectLiteral>(
 }
 
 /**
- * Rows of a query built per call (a filtered keyset page), with its LEFT
- * JOINed entities like `getPreparedEntityRows`, and the raw values of the
- * result columns `keys` (`s_sorting`, `s_uid` …) as the database returned
- * them, before any transformer: a page's position in its list.
+ * A select whose SQL text depends only on its shape (which conditions, how
+ * many tags, the page size), not on the values it compares with: the filtered
+ * keyset lists. TypeORM generates its SQL once per shape; each call binds its
+ * own values. Values are text, numbers or NULL, bound as they are.
  */
-export async function getEntityRowsWithKeys<T extends ObjectLiteral>(
+export interface ShapedSelect<T extends ObjectLiteral> {
+  /** Everything that changes the SQL text; the lengths of array values are added to it. */
+  shape: string;
+  /** The named parameters (`:name`, `:...names`) `build` uses, with this call's values. */
+  values: Record<string, unknown>;
+  build: () => SelectQueryBuilder<T>;
+}
+
+interface PreparedShape {
+  sql: string;
+  /** Which value each placeholder takes, in order: a name, and an index into an array value. */
+  order: { name: string; index: number | null }[];
+  query: SelectQueryBuilder<ObjectLiteral>;
+}
+
+const shapes = new WeakMap<DataSource, Map<string, PreparedShape>>();
+const PLACEHOLDER = '\uE000promptwire:';
+const PLACEHOLDER_PATTERN = /^\uE000promptwire:([A-Za-z0-9_.]+):(\d*)$/;
+
+/**
+ * The SQL of a shape, generated once: the query is built with a marker in
+ * place of each value, so the order in which the driver binds the values
+ * (which TypeORM decides, expanding arrays) can be read back from the markers.
+ */
+function preparedShape(dataSource: DataSource, select: ShapedSelect<ObjectLiteral>): PreparedShape {
+  let perSource = shapes.get(dataSource);
+  if (!perSource) shapes.set(dataSource, (perSource = new Map()));
+  const arrays = Object.entries(select.values).map(([name, value]) => (Array.isArray(value) ? `${name}[${value.length}]` : name));
+  return cached(perSource, `${select.shape}|${arrays.join(',')}`, () => {
+    const query = select.build();
+    const markers = Object.fromEntries(
+      Object.entries(select.values).map(([name, value]) => [name, Array.isArray(value) ? value.map((_, index) => `${PLACEHOLDER}${name}:${index}`) : `${PLACEHOLDER}${name}:`]),
+    );
+    query.setParameters(markers);
+    const [sql, parameters] = query.getQueryAndParameters();
+    const order = parameters.map((parameter) => {
+      const match = typeof parameter === 'string' ? PLACEHOLDER_PATTERN.exec(parameter) : null;
+      if (!match) throw new Error(`The shaped query "${select.shape}" binds a value it was not given`);
+      return { name: match[1], index: match[2] === '' ? null : Number(match[2]) };
+    });
+    return { sql, order, query };
+  });
+}
+
+function boundValues(shape: PreparedShape, values: Record<string, unknown>): unknown[] {
+  return shape.order.map(({ name, index }) => (index === null ? values[name] : (values[name] as unknown[])[index]));
+}
+
+/** `getEntityRowsWithKeys` for a shaped select: its SQL generated once per shape. */
+export async function getShapedEntityRows<T extends ObjectLiteral>(
   dataSource: DataSource,
-  query: SelectQueryBuilder<T>,
+  select: ShapedSelect<T>,
   joined: readonly string[],
   keys: readonly string[],
 ): Promise<{ main: T; joined: (ObjectLiteral | null)[]; key: unknown[] }[]> {
-  const [sql, parameters] = query.getQueryAndParameters();
-  const { columns, rows } = await selectArrays(dataSource, sql, parameters);
+  const shape = preparedShape(dataSource, select as ShapedSelect<ObjectLiteral>);
+  const { columns, rows } = await selectArrays(dataSource, shape.sql, boundValues(shape, select.values));
   if (rows.length === 0) return [];
-  const generic = query as SelectQueryBuilder<ObjectLiteral>;
-  const main = arrayMapperFor<T>(dataSource, generic, query.alias, columns);
-  const others = joined.map((alias) => ({ uid: columns.indexOf(`${alias}_uid`), map: arrayMapperFor<ObjectLiteral>(dataSource, generic, alias, columns) }));
+  const main = arrayMapperFor<T>(dataSource, shape.query, shape.query.alias, columns);
+  const others = joined.map((alias) => ({ uid: columns.indexOf(`${alias}_uid`), map: arrayMapperFor<ObjectLiteral>(dataSource, shape.query, alias, columns) }));
   const keyIndexes = keys.map((key) => {
     const index = columns.indexOf(key);
     if (index < 0) throw new Error(`The query has no column ${key}`);
@@ -205,4 +253,10 @@ export async function getEntityRowsWithKeys<T extends ObjectLiteral>(
     joined: others.map(({ uid, map }) => (row[uid] === null || row[uid] === undefined ? null : map(row))),
     key: keyIndexes.map((index) => row[index]),
   }));
+}
+
+/** The rows of a shaped select as arrays of raw values (a count, an existence check). */
+export async function getShapedArrays(dataSource: DataSource, select: ShapedSelect<ObjectLiteral>): Promise<unknown[][]> {
+  const shape = preparedShape(dataSource, select);
+  return (await selectArrays(dataSource, shape.sql, boundValues(shape, select.values))).rows;
 }

@@ -19,14 +19,15 @@ export class PageInfo {
 }
 
 export interface Edge<T> {
-  cursor: string;
+  /** Encoded when a client selects it (graphql-js calls it). */
+  cursor: () => string;
   node: T;
 }
 
 /**
- * The view of one page. `totalCount` and `pageInfo.hasPreviousPage` are
- * functions: graphql-js's default resolver calls them, so their queries run
- * only when a client selects them.
+ * The view of one page. `totalCount`, `pageInfo.hasPreviousPage` and each
+ * edge's `cursor` are functions: graphql-js's default resolver calls them, so
+ * their queries (and the encoding) run only when a client selects them.
  */
 export interface ConnectionView<T> {
   edges: Edge<T>[];
@@ -39,7 +40,7 @@ export interface ConnectionView<T> {
 export function connectionTypes<T extends object>(node: ClassType<T>, nodeName: string, description: string) {
   @ObjectType(`${nodeName}Edge`, { simpleResolvers: true })
   class EdgeType {
-    @Field({ description: 'Opaque; pass it as `after` to read the rows after this one.' }) cursor!: string;
+    @Field(() => String, { description: 'Opaque; pass it as `after` to read the rows after this one.' }) cursor!: () => string;
     @Field(() => node) node!: T;
   }
 
@@ -65,8 +66,8 @@ export function toConnection<Row, T>(page: KeysetPage<Row>, view: (row: Row) => 
     pageInfo: {
       hasNextPage: page.hasNextPage,
       hasPreviousPage: page.hasPreviousPage,
-      startCursor: edges[0]?.cursor ?? null,
-      endCursor: edges[edges.length - 1]?.cursor ?? null,
+      startCursor: edges[0]?.cursor() ?? null,
+      endCursor: edges[edges.length - 1]?.cursor() ?? null,
     },
     totalCount: page.totalCount,
   };

@@ -2,9 +2,10 @@
  * The run tables: `tx_nrllm_agentrun` and `tx_nrllm_agentrun_event`.
  * A step is written with its sequence number before anyone is told about it.
  */
-import type { DataSource, EntityManager, QueryResult, QueryRunner, SelectQueryBuilder } from 'typeorm';
-import { afterPosition, atOrBeforePosition, type KeyColumn, type KeyKind, type KeysetSource, positionOf } from '../db/keyset';
-import { getEntityRowsWithKeys } from '../db/raw-rows';
+import type { DataSource, EntityManager, QueryResult, QueryRunner } from 'typeorm';
+import { afterPosition, atOrBeforePosition, type KeyColumn, type KeyKind, type KeysetSource, positionOf, type SqlCondition } from '../db/keyset';
+import { filteredSelect } from '../db/list-filters';
+import { getShapedArrays, getShapedEntityRows } from '../db/raw-rows';
 import { unixNow } from '../shared/time';
 import { AgentRunEventEntity } from './agent-run-event.entity';
 import { AgentRunEntity } from './agent-run.entity';
@@ -445,46 +446,46 @@ export class RunStore {
 
   /** The runs that pass `filter`, newest first, as a keyset source. */
   listedRuns(filter: RunListFilter): KeysetSource<AgentRunEntity> {
+    const conditions = this.runConditions(filter);
+    const rows = () => this.dataSource.getRepository(AgentRunEntity).createQueryBuilder('r');
     return {
       read: async (after, limit) => {
-        const query = this.filteredRuns(filter);
-        if (after) {
-          const condition = afterPosition(RUN_ORDER, after, 'after');
-          query.andWhere(condition.sql, condition.parameters);
-        }
-        for (const { column, direction } of RUN_ORDER) query.addOrderBy(column, direction);
-        const rows = await getEntityRowsWithKeys(this.dataSource, query.limit(limit), [], RUN_KEYS);
-        return rows.map(({ main, key }) => ({ row: main, position: positionOf(key) }));
+        const page = () => {
+          const query = rows();
+          for (const { column, direction } of RUN_ORDER) query.addOrderBy(column, direction);
+          return query.limit(limit);
+        };
+        const select = filteredSelect(`runs:page:${limit}`, page, after ? [...conditions, afterPosition(RUN_ORDER, after, 'after')] : conditions);
+        return (await getShapedEntityRows(this.dataSource, select, [], RUN_KEYS)).map(({ main, key }) => ({ row: main, position: positionOf(key) }));
       },
       count: async () => {
-        const row = await this.filteredRuns(filter).select('COUNT(*)', 'count').getRawOne<{ count: number | string }>();
-        return Number(row?.count ?? 0);
+        const [[count] = []] = await getShapedArrays(this.dataSource, filteredSelect('runs:count', () => rows().select('COUNT(*)', 'count'), conditions));
+        return Number(count ?? 0);
       },
       existsAtOrBefore: async (position) => {
-        const condition = atOrBeforePosition(RUN_ORDER, position, 'before');
-        const row = await this.filteredRuns(filter).select('r.uid', 'uid').andWhere(condition.sql, condition.parameters).limit(1).getRawOne();
-        return row !== undefined;
+        const select = filteredSelect('runs:before', () => rows().select('r.uid', 'uid').limit(1), [...conditions, atOrBeforePosition(RUN_ORDER, position, 'before')]);
+        return (await getShapedArrays(this.dataSource, select)).length > 0;
       },
     };
   }
 
-  private filteredRuns(filter: RunListFilter): SelectQueryBuilder<AgentRunEntity> {
-    const query = this.dataSource.getRepository(AgentRunEntity).createQueryBuilder('r');
+  private runConditions(filter: RunListFilter): SqlCondition[] {
+    const conditions: SqlCondition[] = [];
     if (filter.statuses) {
       // The status as readRunStatus reads it (upper case, trimmed), so a run is found under the status it shows.
       const read = "UPPER(TRIM(COALESCE(r.status, '')))";
       const { values, unknownToo } = readStatusesShownAs(filter.statuses);
-      const conditions = [values.length > 0 ? `${read} IN (:...statusValues)` : '1 = 0', ...(unknownToo ? [`${read} NOT IN (:...knownStatuses)`] : [])];
-      query.andWhere(`(${conditions.join(' OR ')})`, { statusValues: values, knownStatuses: KNOWN_READ_STATUSES });
+      const matches = [values.length > 0 ? `${read} IN (:...statusValues)` : '1 = 0', ...(unknownToo ? [`${read} NOT IN (:...knownStatuses)`] : [])];
+      conditions.push({ sql: `(${matches.join(' OR ')})`, parameters: { ...(values.length > 0 ? { statusValues: values } : {}), ...(unknownToo ? { knownStatuses: [...KNOWN_READ_STATUSES] } : {}) } });
     }
-    if (filter.configuration !== null) query.andWhere('LOWER(r.configuration_identifier) = :configuration', { configuration: filter.configuration });
+    if (filter.configuration !== null) conditions.push({ sql: 'LOWER(r.configuration_identifier) = :configuration', parameters: { configuration: filter.configuration } });
     if (filter.label !== null) {
       const provenance = this.dataSource.getMetadata(RunProvenanceEntity).tableName;
-      query.andWhere(`EXISTS (SELECT 1 FROM ${provenance} p WHERE p.run_uid = r.uid AND p.label = :label)`, { label: filter.label });
+      conditions.push({ sql: `EXISTS (SELECT 1 FROM ${provenance} p WHERE p.run_uid = r.uid AND p.label = :label)`, parameters: { label: filter.label } });
     }
-    if (filter.createdFrom !== null) query.andWhere('r.crdate >= :createdFrom', { createdFrom: filter.createdFrom });
-    if (filter.createdBefore !== null) query.andWhere('r.crdate < :createdBefore', { createdBefore: filter.createdBefore });
-    return query;
+    if (filter.createdFrom !== null) conditions.push({ sql: 'r.crdate >= :createdFrom', parameters: { createdFrom: filter.createdFrom } });
+    if (filter.createdBefore !== null) conditions.push({ sql: 'r.crdate < :createdBefore', parameters: { createdBefore: filter.createdBefore } });
+    return conditions;
   }
 
   async stepsAfter(runUid: number, afterSequence: number, limit: number | null = null): Promise<StoredStep[]> {

@@ -1,13 +1,14 @@
 /**
  * The SQL of the snippet list read page by page: filters, keyset pages in
  * the list's order (sorting, then name by the table's collation, then uid)
- * and the count, all from one filtered query.
+ * and the count, all from the same conditions. Each query's SQL is generated
+ * once per shape of filter (raw-rows' shaped selects).
  */
-import type { DataSource, SelectQueryBuilder } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import type { Dialect } from '../db/data-source';
-import { afterPosition, atOrBeforePosition, type KeyColumn, type KeyKind, type KeysetSource, positionOf } from '../db/keyset';
-import { flagCondition, searchCondition } from '../db/list-filters';
-import { getEntityRowsWithKeys } from '../db/raw-rows';
+import { afterPosition, atOrBeforePosition, type KeyColumn, type KeyKind, type KeysetSource, positionOf, type SqlCondition } from '../db/keyset';
+import { filteredSelect, flagCondition, searchCondition } from '../db/list-filters';
+import { getShapedArrays, getShapedEntityRows } from '../db/raw-rows';
 import { PromptSnippetEntity } from './snippet.entity';
 import { tagCondition, type TagMatchMode } from './tag-match-sql';
 
@@ -40,39 +41,36 @@ export class SnippetRepository {
 
   /** The non-deleted snippets that pass `filter`, in list order, as a keyset source. */
   listed(filter: SnippetListFilter): KeysetSource<PromptSnippetEntity> {
+    const conditions = this.conditions(filter);
+    const rows = () => this.dataSource.getRepository(PromptSnippetEntity).createQueryBuilder('s').where('s.deleted = 0');
     return {
       read: async (after, limit) => {
-        const query = this.filtered(filter);
-        if (after) {
-          const condition = afterPosition(ORDER, after, 'after');
-          query.andWhere(condition.sql, condition.parameters);
-        }
-        for (const { column, direction } of ORDER) query.addOrderBy(column, direction);
-        const rows = await getEntityRowsWithKeys(this.dataSource, query.limit(limit), [], KEYS);
-        return rows.map(({ main, key }) => ({ row: main, position: positionOf(key) }));
+        const page = () => {
+          const query = rows();
+          for (const { column, direction } of ORDER) query.addOrderBy(column, direction);
+          return query.limit(limit);
+        };
+        const select = filteredSelect(`snippets:page:${limit}`, page, after ? [...conditions, afterPosition(ORDER, after, 'after')] : conditions);
+        return (await getShapedEntityRows(this.dataSource, select, [], KEYS)).map(({ main, key }) => ({ row: main, position: positionOf(key) }));
       },
       count: async () => {
-        const row = await this.filtered(filter).select('COUNT(*)', 'count').getRawOne<{ count: number | string }>();
-        return Number(row?.count ?? 0);
+        const [[count] = []] = await getShapedArrays(this.dataSource, filteredSelect('snippets:count', () => rows().select('COUNT(*)', 'count'), conditions));
+        return Number(count ?? 0);
       },
       existsAtOrBefore: async (position) => {
-        const condition = atOrBeforePosition(ORDER, position, 'before');
-        const row = await this.filtered(filter).select('s.uid', 'uid').andWhere(condition.sql, condition.parameters).limit(1).getRawOne();
-        return row !== undefined;
+        const select = filteredSelect('snippets:before', () => rows().select('s.uid', 'uid').limit(1), [...conditions, atOrBeforePosition(ORDER, position, 'before')]);
+        return (await getShapedArrays(this.dataSource, select)).length > 0;
       },
     };
   }
 
-  private filtered(filter: SnippetListFilter): SelectQueryBuilder<PromptSnippetEntity> {
-    const query = this.dataSource.getRepository(PromptSnippetEntity).createQueryBuilder('s').where('s.deleted = 0');
+  private conditions(filter: SnippetListFilter): SqlCondition[] {
+    const conditions: SqlCondition[] = [];
     const tags = tagCondition(this.dialect, 's.tags', filter.tags, filter.tagsMatch, 'tag');
-    if (tags) query.andWhere(tags.sql, tags.parameters);
-    if (filter.isActive !== null) query.andWhere(flagCondition(this.dialect, 's.is_active', filter.isActive));
-    if (filter.hidden !== null) query.andWhere(flagCondition(this.dialect, 's.hidden', filter.hidden));
-    if (filter.search) {
-      const search = searchCondition(['s.identifier', 's.name', 's.description', 's.tags', 's.snippet'], filter.search, 'search');
-      query.andWhere(search.sql, search.parameters);
-    }
-    return query;
+    if (tags) conditions.push(tags);
+    if (filter.isActive !== null) conditions.push(flagCondition(this.dialect, 's.is_active', filter.isActive));
+    if (filter.hidden !== null) conditions.push(flagCondition(this.dialect, 's.hidden', filter.hidden));
+    if (filter.search) conditions.push(searchCondition(['s.identifier', 's.name', 's.description', 's.tags', 's.snippet'], filter.search, 'search'));
+    return conditions;
   }
 }

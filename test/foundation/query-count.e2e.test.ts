@@ -51,13 +51,15 @@ describe.each(testDialects)('relation loading on %s', (dialect) => {
   };
 
   /**
-   * SELECTs of one request for its data: the background's own polls left out
-   * (the detector's reads under the alias `detected` and its latest-version
-   * lookups, the outbox), and the token lookup (its cache entry may expire between two requests).
+   * SELECTs of one request for its data, which here include the service's
+   * own tables (versions, run provenance): the background's polls are left
+   * out (the detector's reads under the alias `detected` and its
+   * latest-version lookups, the outbox, run housekeeping by lease, approval
+   * deadlines), and the token lookup (its cache entry may expire between two requests).
    */
   const selectsOf = async (query: string, variables: Record<string, unknown>) => {
     await t.ok(query, variables);
-    const background = /\bdetected\b|MAX\(\W*l\W*\.\W*version|promptwire_webhook_delivery|promptwire_api_token/i;
+    const background = /\bdetected\b|MAX\(\W*l\W*\.\W*version|promptwire_webhook_delivery|promptwire_api_token|promptwire_run_lease|promptwire_run_approval_deadline/i;
     const once = async () => {
       queries = [];
       counting = true;
