@@ -1,30 +1,48 @@
 /**
  * The prompt library at scale: 10,000 snippets and 1,000 configurations.
  *
+ * The service runs in its own process (as in production: its clients'
+ * parsing is not its cost), on a database that already holds the library
+ * (rows written directly, as TYPO3 writes them, while no service ran).
+ *
+ *  - First sight: how long after its start the service's change detector
+ *    has recorded the baseline (version 1 of each of the 11,000 rows), and
+ *    what a bystander (`{ __typename }` from its own process) saw meanwhile.
  *  - `previewSnippetChange` of one snippet (a text edit) over HTTP: every
- *    configuration whose prompt the edit alters, before / after / diff.
+ *    configuration whose prompt the edit alters, before / after / diff (an
+ *    answer of about 2 MB); the same asking for the diffs only.
  *  - `composition` of one configuration over HTTP (parts and dropped).
  *  - baseline, measured in the same run on the same server and data:
  *    `snippet(uid) { uid name }` over HTTP, the cheapest read there is.
- *  - the external-change detector: one poll with nothing changed, and one
- *    poll after 10 rows were changed in the table (as TYPO3 writes them),
- *    plus the first poll after start, which reads every row once.
+ *  - the preview's own work in process (this process's library, no GraphQL,
+ *    no HTTP): bring the library up to date, compose, diff.
+ *  - the external-change detector, one of its own on the same database:
+ *    its first poll (every row compared with its version, as after a
+ *    restart), idle polls, and a poll after 10 rows were changed.
  *
- * Rows are inserted directly (as TYPO3 would write them): 200 tags, each
- * snippet carries 1–3, each configuration selects 2–4, so one snippet's tags
- * are selected by about 25 configurations. Target: preview p99 < 50 ms.
+ * Rows are inserted directly: 200 tags, each snippet carries 1–3, each
+ * configuration selects 2–4, so one snippet's tags are selected by about 28
+ * configurations. Target: preview p99 < 50 ms.
  *
  * Run: `npm run build && NODE_ENV=production node dist/bench/prompt-library.js`
  * (BENCH_MYSQL_URL / TEST_MYSQL_URL adds MySQL; BENCH_SAMPLES overrides 200).
  */
 import { performance } from 'node:perf_hooks';
 import pino from 'pino';
+import type { DataSource } from 'typeorm';
+import { loadConfig } from '../src/config';
 import { ConfigurationEntity } from '../src/configurations/configuration.entity';
+import { createDataSource, type Dialect } from '../src/db/data-source';
+import { IdentifierLock } from '../src/db/identifier-lock';
 import { PromptChangeDetector } from '../src/prompt-history/change-detector';
-import type { RunningServer } from '../src/server';
+import { previewSnippetImpact } from '../src/prompt-history/impact-preview';
+import { InProcessPromptEventBus } from '../src/prompt-history/prompt-event-bus';
+import { PromptHistoryService } from '../src/prompt-history/prompt-history.service';
+import { PromptLibraryCache } from '../src/prompt-history/prompt-library';
 import { PromptSnippetEntity } from '../src/snippets/snippet.entity';
 import { round, writeResult } from './bench-support';
-import { benchDialects, createScratchDatabase, markdownTable, RUNS_BENCH_TOKEN, startRunsServer, stats, type BenchDialect, type Stats } from './runs-support';
+import { bystanderLatency, type LatencyStats, startProber, startServiceProcess, type ServiceProcess } from './bystander';
+import { benchDialects, createScratchDatabase, markdownTable, sleep, stats, type BenchDialect, type Stats } from './runs-support';
 
 const SNIPPETS = 10_000;
 const CONFIGURATIONS = 1_000;
@@ -40,8 +58,7 @@ function random(seed: number): () => number {
   };
 }
 
-async function seed(server: RunningServer): Promise<void> {
-  const dataSource = server.services.dataSource;
+async function seed(dataSource: DataSource): Promise<void> {
   const next = random(42);
   const now = Math.floor(Date.now() / 1000) - 3600;
   const tag = () => `tag_${Math.floor(next() * TAGS)}`;
@@ -92,31 +109,45 @@ async function seed(server: RunningServer): Promise<void> {
   }
 }
 
-async function timed(url: string, query: string, variables: Record<string, unknown>): Promise<{ ms: number; data: Record<string, unknown> }> {
+async function timed(service: ServiceProcess, query: string, variables: Record<string, unknown>): Promise<{ ms: number; data: Record<string, unknown>; bytes: number }> {
   const started = performance.now();
-  const response = await fetch(url, {
+  const response = await fetch(service.url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${RUNS_BENCH_TOKEN}` },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${service.token}` },
     body: JSON.stringify({ query, variables }),
   });
-  const body = (await response.json()) as { data?: Record<string, unknown>; errors?: unknown[] };
+  const text = await response.text();
+  const body = JSON.parse(text) as { data?: Record<string, unknown>; errors?: unknown[] };
   const ms = performance.now() - started;
   if (body.errors?.length) throw new Error(JSON.stringify(body.errors).slice(0, 500));
-  return { ms, data: body.data ?? {} };
+  return { ms, data: body.data ?? {}, bytes: Buffer.byteLength(text) };
 }
 
 export interface PromptLibraryRow {
   dialect: BenchDialect;
   snippets: number;
   configurations: number;
+  /** From the service's start until version 1 of every row was stored (its detector's first sight). */
+  baselineMs: number;
+  baselineRows: number;
+  /** A bystander's `{ __typename }` before the service was ready is not measured; this is from ready until the baseline was stored. */
+  bystanderDuringFirstSight: LatencyStats;
+  /** The first request loads the library: milliseconds. */
+  libraryLoadMs: number;
   /** Configurations a preview answered, mean. */
   affectedMean: number;
   baseline: Stats;
+  /** The whole answer: before, after and diff of each affected configuration. */
   preview: Stats;
+  /** Mean size of that answer, bytes. */
+  previewAnswerBytes: number;
+  /** The same request asking for the diffs only (the prompts are composed all the same, not sent). */
+  previewDiffOnly: Stats;
+  /** The preview's work in process: library up to date, compose, diff (no GraphQL, no HTTP). */
+  previewInProcess: Stats;
   composition: Stats;
   previewOverBaselineP99: number;
-  /** The first request after a change loads the library: milliseconds. */
-  libraryLoadMs: number;
+  /** A detector's first poll on tables whose rows all have a version (a restart): every row read and compared. */
   detectorFirstPollMs: number;
   detectorFirstPollRows: number;
   detectorIdlePoll: Stats;
@@ -125,59 +156,96 @@ export interface PromptLibraryRow {
   met: boolean;
 }
 
+/** The scratch database as the service's configuration reads it. */
+function databaseConfigOf(database: { url: string }) {
+  return loadConfig({ DATABASE_URL: database.url, SECRET_KEY: 'bench-runs-secret-key-0123456789' }).database;
+}
+
 async function measure(dialect: BenchDialect): Promise<PromptLibraryRow> {
   const database = await createScratchDatabase(dialect);
-  const server = await startRunsServer(database, {}, { PROMPT_CHANGE_POLL_MS: '8000', MAX_QUERY_COST: '1000000' });
+  // The schema, then the library written while no service runs (as TYPO3 fills its tables).
+  const { dataSource } = await createDataSource({ database: databaseConfigOf(database), schemaMode: 'own' });
+  await dataSource.runMigrations({ transaction: 'each' });
+  await seed(dataSource);
+  const versionCount = async () => Number(((await dataSource.query('SELECT COUNT(*) AS n FROM promptwire_prompt_version')) as { n: unknown }[])[0]!.n);
+
+  const started = performance.now();
+  const service = await startServiceProcess(database.url, { SEED_EXAMPLES: 'false', PROMPT_CHANGE_POLL_MS: '8000', MAX_QUERY_COST: '1000000' });
   try {
-    await seed(server);
+    const prober = startProber(service.url);
+    await prober.ready;
+    const proberFrom = performance.now();
+    let baselineRows = 0;
+    while ((baselineRows = await versionCount()) < SNIPPETS + CONFIGURATIONS) await sleep(20);
+    const baselineMs = performance.now() - started;
+    const proberTo = performance.now();
+    const { during: bystanderDuringFirstSight } = bystanderLatency(prober, await prober.stop(), proberFrom, proberTo);
+
     const next = random(7);
     const pick = (count: number) => 1 + Math.floor(next() * count);
-    const uids = (await server.services.dataSource.query('SELECT uid FROM tx_nrllm_promptsnippet ORDER BY uid')) as { uid: number }[];
-    const configurationUids = (await server.services.dataSource.query('SELECT uid FROM tx_nrllm_configuration ORDER BY uid')) as { uid: number }[];
+    const uids = (await dataSource.query('SELECT uid FROM tx_nrllm_promptsnippet ORDER BY uid')) as { uid: number }[];
+    const configurationUids = (await dataSource.query('SELECT uid FROM tx_nrllm_configuration ORDER BY uid')) as { uid: number }[];
 
     const loadStarted = performance.now();
-    await timed(server.url, 'mutation($uid: Int!) { previewSnippetChange(uid: $uid, input: { snippet: "warm" }) { before } }', { uid: uids[0]!.uid });
+    await timed(service, 'mutation($uid: Int!) { previewSnippetChange(uid: $uid, input: { snippet: "warm" }) { before } }', { uid: uids[0]!.uid });
     const libraryLoadMs = performance.now() - loadStarted;
+
+    // This process's own library on the same database, for the preview's work without GraphQL and HTTP.
+    const history = new PromptHistoryService(dataSource, new InProcessPromptEventBus(), null);
+    const library = new PromptLibraryCache(dataSource, history);
+    await library.get();
 
     const baseline: number[] = [];
     const preview: number[] = [];
+    const previewDiffOnly: number[] = [];
+    const previewInProcess: number[] = [];
     const composition: number[] = [];
     let affected = 0;
+    let answerBytes = 0;
     for (let sample = 0; sample < SAMPLES; sample += 1) {
       const uid = uids[pick(uids.length) - 1]!.uid;
-      // Interleaved, so all three see the same machine.
-      baseline.push((await timed(server.url, 'query($uid: Int) { snippet(uid: $uid) { uid name } }', { uid })).ms);
-      const answer = await timed(server.url, 'mutation($uid: Int!, $text: String!) { previewSnippetChange(uid: $uid, input: { snippet: $text }) { configuration { identifier } before after diff } }', {
+      // Interleaved, so all see the same machine.
+      baseline.push((await timed(service, 'query($uid: Int) { snippet(uid: $uid) { uid name } }', { uid })).ms);
+      const answer = await timed(service, 'mutation($uid: Int!, $text: String!) { previewSnippetChange(uid: $uid, input: { snippet: $text }) { configuration { identifier } before after diff } }', {
         uid,
         text: `Edited text ${sample}.`,
       });
       preview.push(answer.ms);
       affected += (answer.data.previewSnippetChange as unknown[]).length;
+      answerBytes += answer.bytes;
+      previewDiffOnly.push(
+        (await timed(service, 'mutation($uid: Int!, $text: String!) { previewSnippetChange(uid: $uid, input: { snippet: $text }) { configuration { identifier } diff } }', { uid, text: `Edited again ${sample}.` })).ms,
+      );
+      const computeStarted = performance.now();
+      const current = await library.get();
+      const stored = current.snippet(uid)!;
+      previewSnippetImpact(current, stored, Object.assign(Object.create(Object.getPrototypeOf(stored) as object) as PromptSnippetEntity, stored, { snippet: `Edited once more ${sample}.` }));
+      previewInProcess.push(performance.now() - computeStarted);
       const configurationUid = configurationUids[pick(configurationUids.length) - 1]!.uid;
-      composition.push((await timed(server.url, 'query($uid: Int) { configuration(uid: $uid) { composition { parts { snippet { identifier } matchedTags text } dropped { reason } } } }', { uid: configurationUid })).ms);
+      composition.push((await timed(service, 'query($uid: Int) { configuration(uid: $uid) { composition { parts { snippet { identifier } matchedTags text } dropped { reason } } } }', { uid: configurationUid })).ms);
     }
 
-    // A detector of its own on the service's database (the service's own polls every 8 s and never saw these rows).
-    const detector = new PromptChangeDetector(server.services.dataSource, server.services.history, server.services.identifiers, pino({ level: 'silent' }), 60_000, null);
-    let started = performance.now();
+    // A detector of its own on the same database, as after a restart: every row already has its version.
+    const detector = new PromptChangeDetector(dataSource, history, new IdentifierLock(dataSource, dialect as Dialect), pino({ level: 'silent' }), 60_000, null);
+    let pollStarted = performance.now();
     const first = await detector.poll();
-    const detectorFirstPollMs = performance.now() - started;
+    const detectorFirstPollMs = performance.now() - pollStarted;
     const idle: number[] = [];
     let idleRows = 0;
     for (let poll = 0; poll < 20; poll += 1) {
-      started = performance.now();
-      idleRows = (await detector.poll()).scanned;
-      idle.push(performance.now() - started);
+      pollStarted = performance.now();
+      idleRows = Math.max(idleRows, (await detector.poll()).scanned);
+      idle.push(performance.now() - pollStarted);
     }
     const changed: number[] = [];
     for (let round_ = 0; round_ < 10; round_ += 1) {
       const stamp = Math.floor(Date.now() / 1000) + 1 + round_;
       for (let change = 0; change < 10; change += 1) {
-        await server.services.dataSource.query('UPDATE tx_nrllm_promptsnippet SET snippet = ?, tstamp = ? WHERE uid = ?', [`Changed ${round_}.${change}`, stamp, uids[pick(uids.length) - 1]!.uid]);
+        await dataSource.query('UPDATE tx_nrllm_promptsnippet SET snippet = ?, tstamp = ? WHERE uid = ?', [`Changed ${round_}.${change}`, stamp, uids[pick(uids.length) - 1]!.uid]);
       }
-      started = performance.now();
+      pollStarted = performance.now();
       await detector.poll();
-      changed.push(performance.now() - started);
+      changed.push(performance.now() - pollStarted);
     }
 
     const previewStats = stats(preview);
@@ -186,12 +254,18 @@ async function measure(dialect: BenchDialect): Promise<PromptLibraryRow> {
       dialect,
       snippets: SNIPPETS,
       configurations: CONFIGURATIONS,
+      baselineMs: round(baselineMs),
+      baselineRows,
+      bystanderDuringFirstSight,
+      libraryLoadMs: round(libraryLoadMs),
       affectedMean: round(affected / SAMPLES, 1),
       baseline: baselineStats,
       preview: previewStats,
+      previewAnswerBytes: Math.round(answerBytes / SAMPLES),
+      previewDiffOnly: stats(previewDiffOnly),
+      previewInProcess: stats(previewInProcess),
       composition: stats(composition),
       previewOverBaselineP99: round(previewStats.p99 / baselineStats.p99),
-      libraryLoadMs: round(libraryLoadMs),
       detectorFirstPollMs: round(detectorFirstPollMs),
       detectorFirstPollRows: first.scanned,
       detectorIdlePoll: stats(idle),
@@ -200,7 +274,8 @@ async function measure(dialect: BenchDialect): Promise<PromptLibraryRow> {
       met: previewStats.p99 < 50,
     };
   } finally {
-    await server.stop();
+    await service.stop();
+    await dataSource.destroy();
     await database.cleanup();
   }
 }
@@ -211,15 +286,18 @@ async function main(): Promise<void> {
   writeResult('prompt-library', { measuredAt: new Date().toISOString(), samples: SAMPLES, rows });
   console.log(
     markdownTable(
-      ['database', 'baseline p50 / p99', 'preview p50 / p99', 'composition p50 / p99', 'affected', 'library load', 'detector: first / idle p50 / 10 changes p50'],
+      ['database', 'first sight (bystander p50 / max)', 'baseline p50 / p99', 'preview p50 / p99 (p99 × baseline p99; answer)', 'diffs only p50 / p99', 'in process p50 / p99', 'composition p50 / p99', 'affected', 'library load', 'detector: first / idle p50 (rows) / 10 changes p50'],
       rows.map((row) => [
         row.dialect,
+        `${row.baselineMs} ms for ${row.baselineRows} rows (${row.bystanderDuringFirstSight.p50} / ${row.bystanderDuringFirstSight.max} ms)`,
         `${row.baseline.p50} / ${row.baseline.p99} ms`,
-        `${row.preview.p50} / ${row.preview.p99} ms`,
+        `${row.preview.p50} / ${row.preview.p99} ms (${row.previewOverBaselineP99}; ${Math.round(row.previewAnswerBytes / 1000)} kB)`,
+        `${row.previewDiffOnly.p50} / ${row.previewDiffOnly.p99} ms`,
+        `${row.previewInProcess.p50} / ${row.previewInProcess.p99} ms`,
         `${row.composition.p50} / ${row.composition.p99} ms`,
         row.affectedMean,
         `${row.libraryLoadMs} ms`,
-        `${row.detectorFirstPollMs} ms (${row.detectorFirstPollRows} rows) / ${row.detectorIdlePoll.p50} ms (${row.detectorIdleRows} rows) / ${row.detectorPollAfterTenChanges.p50} ms`,
+        `${row.detectorFirstPollMs} ms (${row.detectorFirstPollRows} rows) / ${row.detectorIdlePoll.p50} ms (${row.detectorIdleRows}) / ${row.detectorPollAfterTenChanges.p50} ms`,
       ]),
     ),
   );
