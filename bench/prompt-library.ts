@@ -5,9 +5,11 @@
  * parsing is not its cost), on a database that already holds the library
  * (rows written directly, as TYPO3 writes them, while no service ran).
  *
- *  - First sight: how long after its start the service's change detector
- *    has recorded the baseline (version 1 of each of the 11,000 rows), and
- *    what a bystander (`{ __typename }` from its own process) saw meanwhile.
+ *  - First sight: a change detector reading the 11,000 rows for the first
+ *    time, in this process (time, rows, the longest event-loop stall), then
+ *    (the versions removed again) the service's own: how long after its start
+ *    the baseline (version 1 of each row) is recorded, and what a bystander
+ *    (`{ __typename }` from its own process) saw meanwhile.
  *  - `previewSnippetChange` of one snippet (a text edit) over HTTP: every
  *    configuration whose prompt the edit alters, before / after / diff (an
  *    answer of about 2 MB); the same asking for the diffs only.
@@ -27,7 +29,7 @@
  * Run: `npm run build && NODE_ENV=production node dist/bench/prompt-library.js`
  * (BENCH_MYSQL_URL / TEST_MYSQL_URL adds MySQL; BENCH_SAMPLES overrides 200).
  */
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import pino from 'pino';
 import type { DataSource } from 'typeorm';
 import { loadConfig } from '../src/config';
@@ -127,6 +129,11 @@ export interface PromptLibraryRow {
   dialect: BenchDialect;
   snippets: number;
   configurations: number;
+  /** A detector's first sight of the tables in this process: milliseconds, rows read, versions stored, the longest event-loop stall. */
+  firstSightMs: number;
+  firstSightRows: number;
+  firstSightBaselined: number;
+  firstSightLongestStallMs: number;
   /** From the service's start until version 1 of every row was stored (its detector's first sight). */
   baselineMs: number;
   baselineRows: number;
@@ -167,6 +174,17 @@ async function measure(dialect: BenchDialect): Promise<PromptLibraryRow> {
   const { dataSource } = await createDataSource({ database: databaseConfigOf(database), schemaMode: 'own' });
   await dataSource.runMigrations({ transaction: 'each' });
   await seed(dataSource);
+  const history = new PromptHistoryService(dataSource, new InProcessPromptEventBus(), null);
+  const identifiers = new IdentifierLock(dataSource, dialect as Dialect);
+
+  const stalls = monitorEventLoopDelay({ resolution: 1 });
+  stalls.enable();
+  let pollStarted = performance.now();
+  const sight = await new PromptChangeDetector(dataSource, history, identifiers, pino({ level: 'silent' }), 60_000, null).poll();
+  const firstSightMs = performance.now() - pollStarted;
+  stalls.disable();
+  // Unseen again, for the service's own first sight.
+  await dataSource.query('DELETE FROM promptwire_prompt_version');
   const versionCount = async () => Number(((await dataSource.query('SELECT COUNT(*) AS n FROM promptwire_prompt_version')) as { n: unknown }[])[0]!.n);
 
   const started = performance.now();
@@ -191,7 +209,6 @@ async function measure(dialect: BenchDialect): Promise<PromptLibraryRow> {
     const libraryLoadMs = performance.now() - loadStarted;
 
     // This process's own library on the same database, for the preview's work without GraphQL and HTTP.
-    const history = new PromptHistoryService(dataSource, new InProcessPromptEventBus(), null);
     const library = new PromptLibraryCache(dataSource, history);
     await library.get();
 
@@ -226,8 +243,8 @@ async function measure(dialect: BenchDialect): Promise<PromptLibraryRow> {
     }
 
     // A detector of its own on the same database, as after a restart: every row already has its version.
-    const detector = new PromptChangeDetector(dataSource, history, new IdentifierLock(dataSource, dialect as Dialect), pino({ level: 'silent' }), 60_000, null);
-    let pollStarted = performance.now();
+    const detector = new PromptChangeDetector(dataSource, history, identifiers, pino({ level: 'silent' }), 60_000, null);
+    pollStarted = performance.now();
     const first = await detector.poll();
     const detectorFirstPollMs = performance.now() - pollStarted;
     const idle: number[] = [];
@@ -254,6 +271,10 @@ async function measure(dialect: BenchDialect): Promise<PromptLibraryRow> {
       dialect,
       snippets: SNIPPETS,
       configurations: CONFIGURATIONS,
+      firstSightMs: round(firstSightMs),
+      firstSightRows: sight.scanned,
+      firstSightBaselined: sight.baselined,
+      firstSightLongestStallMs: round(stalls.max / 1e6),
       baselineMs: round(baselineMs),
       baselineRows,
       bystanderDuringFirstSight,
@@ -286,9 +307,10 @@ async function main(): Promise<void> {
   writeResult('prompt-library', { measuredAt: new Date().toISOString(), samples: SAMPLES, rows });
   console.log(
     markdownTable(
-      ['database', 'first sight (bystander p50 / max)', 'baseline p50 / p99', 'preview p50 / p99 (p99 × baseline p99; answer)', 'diffs only p50 / p99', 'in process p50 / p99', 'composition p50 / p99', 'affected', 'library load', 'detector: first / idle p50 (rows) / 10 changes p50'],
+      ['database', 'first sight in process (longest stall)', 'service start to baseline (bystander p50 / max)', 'baseline p50 / p99', 'preview p50 / p99 (p99 × baseline p99; answer)', 'diffs only p50 / p99', 'in process p50 / p99', 'composition p50 / p99', 'affected', 'library load', 'detector: first / idle p50 (rows) / 10 changes p50'],
       rows.map((row) => [
         row.dialect,
+        `${row.firstSightMs} ms, ${row.firstSightRows} rows, ${row.firstSightBaselined} versions (${row.firstSightLongestStallMs} ms)`,
         `${row.baselineMs} ms for ${row.baselineRows} rows (${row.bystanderDuringFirstSight.p50} / ${row.bystanderDuringFirstSight.max} ms)`,
         `${row.baseline.p50} / ${row.baseline.p99} ms`,
         `${row.preview.p50} / ${row.preview.p99} ms (${row.previewOverBaselineP99}; ${Math.round(row.previewAnswerBytes / 1000)} kB)`,
