@@ -68,7 +68,7 @@ interface Position {
   maxUid: number;
   /** Until when (`performance.now()` ms) the rows stamped in the last seconds before `tstamp` are read again. */
   rereadUntil: number;
-  /** Fingerprints of the rows read while they were re-read, by uid. */
+  /** Fingerprints of the rows the last poll read, by uid, while their last seconds are read again. */
   recent: Map<number, string>;
 }
 
@@ -197,7 +197,8 @@ export class PromptChangeDetector {
   /** The rows past the position (and, while it is fresh, those of its last seconds), a page at a time. */
   private async readChanges(table: WatchedTable, position: Position, result: PollResult): Promise<void> {
     const rereading = performance.now() < position.rereadUntil;
-    if (!rereading) position.recent.clear();
+    // Fingerprints of the rows read by this poll: what the next one compares the re-read rows with.
+    const read = new Map<number, string>();
     const since = { t: position.tstamp, u: position.uid, maxUid: position.maxUid, from: position.tstamp - LOOKBACK_SECONDS };
     const wanted = `(detected.tstamp > :t OR (detected.tstamp = :t AND detected.uid > :u) OR detected.uid > :maxUid${rereading ? ' OR detected.tstamp >= :from' : ''})`;
     let moved = false;
@@ -223,21 +224,25 @@ export class PromptChangeDetector {
       const lookUp = [...fingerprints.keys()].filter((uid) => stampedSince.has(uid) || !position.recent.has(uid));
       const latest = lookUp.length > 0 ? await this.history.latestFingerprints(this.dataSource.manager, table.kind, lookUp) : new Map<number, string>();
       const changed: number[] = [];
+      // The position moves past the page once its changes are stored (a failed poll reads them again).
+      const next = { ...position };
       for (const row of rows) {
-        moved = advance(position, row) || moved;
+        moved = advance(next, row) || moved;
         const uid = Number(row.uid);
         const known = stampedSince.has(uid) ? latest.get(uid) : (position.recent.get(uid) ?? latest.get(uid));
         const fingerprint = fingerprints.get(uid)!;
         // A row deleted before the service ever saw it has no history to start.
         if (!(known === undefined && row.deleted) && known !== fingerprint) changed.push(uid);
-        position.recent.set(uid, fingerprint);
+        read.set(uid, fingerprint);
       }
       moved ||= changed.length > 0;
       announced += await this.recordChanges(table, changed);
+      Object.assign(position, { tstamp: next.tstamp, uid: next.uid, maxUid: next.maxUid });
       if (rows.length < PAGE_ROWS) break;
       await nextTurn();
     }
     if (moved) position.rereadUntil = performance.now() + REREAD_MS;
+    position.recent = performance.now() < position.rereadUntil ? read : new Map();
     result.stored += announced;
     if (announced > 0) this.logger.info({ table: table.table, changes: announced }, 'noticed external changes');
   }
@@ -271,20 +276,30 @@ export class PromptChangeDetector {
         return this.history.record(manager, { kind: table.kind, uid, state, origin: { source: 'external', author: null }, configurations });
       });
     } catch (error) {
-      // Another instance numbered this change first (unique index): nothing is lost.
+      // Another instance numbered this change first (unique index): nothing is lost. Anything else is the poll's failure.
+      if (!(await this.recordedElsewhere(table, uid))) throw error;
       this.logger.debug({ err: error, table: table.table, uid }, 'external change already recorded elsewhere');
       return null;
     }
   }
+
+  /** Whether the row's state now is its latest version. */
+  private async recordedElsewhere(table: WatchedTable, uid: number): Promise<boolean> {
+    const manager = this.dataSource.manager;
+    const row = await manager.getRepository(table.entity).findOne({ where: { uid } });
+    if (!row) return true;
+    const state = (await table.statesOf(manager, [row])).get(uid)!;
+    return (await this.history.latestFingerprints(manager, table.kind, [uid])).get(uid) === fingerprintState(state);
+  }
 }
 
-function isPast(position: Position, row: ObjectLiteral): boolean {
+function isPast(position: Pick<Position, 'tstamp' | 'uid'>, row: ObjectLiteral): boolean {
   const tstamp = Number(row.tstamp);
   return tstamp > position.tstamp || (tstamp === position.tstamp && Number(row.uid) > position.uid);
 }
 
 /** Moves the position past the row; true when it moved. */
-function advance(position: Position, row: ObjectLiteral): boolean {
+function advance(position: Pick<Position, 'tstamp' | 'uid' | 'maxUid'>, row: ObjectLiteral): boolean {
   const tstamp = Number(row.tstamp);
   const uid = Number(row.uid);
   position.maxUid = Math.max(position.maxUid, uid);

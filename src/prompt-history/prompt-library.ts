@@ -131,7 +131,8 @@ export class PromptLibrary implements SnippetSelectionSource {
   configurationsSelecting(tags: Iterable<string>): ConfigurationEntity[] {
     const found = new Set<number>();
     for (const tag of tags) for (const uid of this.configurationsByTag.get(tag) ?? []) found.add(uid);
-    return [...found].sort((left, right) => this.configurationPlace.get(left)! - this.configurationPlace.get(right)!).map((uid) => this.configurationsByUid.get(uid)!);
+    const place = (uid: number) => this.configurationPlace.get(uid) ?? Number.MAX_SAFE_INTEGER;
+    return [...found].sort((left, right) => place(left) - place(right) || left - right).map((uid) => this.configurationsByUid.get(uid)!);
   }
 
   composition(configuration: ConfigurationEntity): Composition<PromptSnippetEntity> {
@@ -178,7 +179,7 @@ export class PromptLibrary implements SnippetSelectionSource {
     const newTags = new Set(fresh ? parseTags(fresh.tags) : []);
     const moved = !old || !fresh || old.sorting !== fresh.sorting || old.name !== fresh.name || !sameSet(oldTags, newTags);
     for (const tag of new Set([...oldTags, ...newTags])) this.forgetTag(tag);
-    if (!moved) {
+    if (!moved && [...oldTags].every((tag) => this.liveByTagMap.get(tag)?.includes(old))) {
       // Same tags, same place: the row is swapped in where it was.
       for (const tag of oldTags) {
         const list = this.liveByTagMap.get(tag)!;
@@ -193,8 +194,14 @@ export class PromptLibrary implements SnippetSelectionSource {
     return true;
   }
 
+  /** Whether rows moved since the database's order was last applied (`reorderSnippets` / `reorderConfigurations`). */
+  orderPending(kind: 'snippet' | 'configuration'): boolean {
+    return kind === 'snippet' ? this.pendingOrder.size > 0 : this.configurationOrderPending;
+  }
+
   /** Tags whose lists got a row added since the last `reorderSnippets`. */
   private readonly pendingOrder = new Set<string>();
+  private configurationOrderPending = false;
 
   /** Sorts the lists that got rows by the database's list order (ranks of every live snippet, read after the rows). */
   reorderSnippets(ranks: ListRanks): void {
@@ -214,11 +221,13 @@ export class PromptLibrary implements SnippetSelectionSource {
     if (!old && !fresh) return false;
     if (old) this.removeConfiguration(old);
     if (fresh) this.addConfiguration(fresh);
-    const moved = !old || !fresh || old.sorting !== fresh.sorting || old.name !== fresh.name;
+    const place = this.configurationPlace.get(uid);
+    const moved = !old || !fresh || old.sorting !== fresh.sorting || old.name !== fresh.name || place === undefined;
     if (!moved) {
-      this.configurationList[this.configurationPlace.get(uid)!] = fresh!;
+      this.configurationList[place] = fresh!;
       return false;
     }
+    this.configurationOrderPending = true;
     return true;
   }
 
@@ -229,6 +238,7 @@ export class PromptLibrary implements SnippetSelectionSource {
     const listed = new Set(this.configurationList);
     for (const row of this.configurationsByUid.values()) if (!listed.has(row)) this.configurationList.push(row);
     this.placeConfigurations();
+    this.configurationOrderPending = false;
   }
 
   private addSnippet(row: PromptSnippetEntity, unordered?: Set<string>): void {
@@ -414,7 +424,10 @@ export class PromptLibraryCache {
 
   /** Reads the rows again and takes them into the library, restoring the database's order where rows moved. */
   private async reread(library: PromptLibrary, kind: IndexedKind, uids: ReadonlySet<number>): Promise<'reloaded' | 'updated'> {
-    if (uids.size === 0) return 'updated';
+    if (uids.size === 0) {
+      await this.reorder(library, kind);
+      return 'updated';
+    }
     if (uids.size > RELOAD_ABOVE) {
       this.library = Promise.resolve(await this.load());
       return 'reloaded';
@@ -427,16 +440,21 @@ export class PromptLibraryCache {
       const rows = await this.dataSource.getRepository(TABLES[kind].entity).createQueryBuilder('row').where('row.uid IN (:...uids)', { uids: chunk }).getMany();
       for (const row of rows) found.set(Number(row.uid), row);
     }
-    let moved = false;
     for (const uid of list) {
       const row = found.get(uid) ?? null;
-      moved = (kind === 'snippet' ? library.applySnippet(uid, row as PromptSnippetEntity | null) : library.applyConfiguration(uid, row as ConfigurationEntity | null)) || moved;
+      if (kind === 'snippet') library.applySnippet(uid, row as PromptSnippetEntity | null);
+      else library.applyConfiguration(uid, row as ConfigurationEntity | null);
     }
-    if (!moved) return 'updated';
+    await this.reorder(library, kind);
+    return 'updated';
+  }
+
+  /** Rows moved (now, or before a refresh that failed): the lists take the database's order again. */
+  private async reorder(library: PromptLibrary, kind: IndexedKind): Promise<void> {
+    if (!library.orderPending(kind)) return;
     const order = await this.listOrder(kind);
     if (kind === 'snippet') library.reorderSnippets(new Map(order.map((uid, index) => [uid, index])));
     else library.reorderConfigurations(order);
-    return 'updated';
   }
 
   /** The uids of the live rows in the database's list order (as `liveRowsInListOrder` reads the rows). */

@@ -145,6 +145,27 @@ describe.each(testDialects)('the change detector on a database with a library in
     expect(events.map((event) => [event.identifier, event.version])).toEqual([['typo3_snippet_3', 3]]);
   });
 
+  it('a change a poll failed to store is read again by the next poll', async () => {
+    const poller = detector();
+    await poller.poll();
+    events.length = 0;
+    const uid = await uidOf('typo3_snippet_6');
+    await database.query('UPDATE tx_nrllm_promptsnippet SET snippet = ?, tstamp = ? WHERE uid = ?', ['Stored on the second try.', now() + 1, uid]);
+    const record = history.record.bind(history);
+    let failures = 1;
+    const failing = jest.spyOn(history, 'record').mockImplementation(async (manager, input) => {
+      if (failures-- > 0) throw new Error('the database went away');
+      return record(manager, input);
+    });
+    try {
+      await expect(poller.poll()).rejects.toThrow('the database went away');
+      expect(await poller.poll()).toMatchObject({ stored: 1 });
+    } finally {
+      failing.mockRestore();
+    }
+    expect(events.map((event) => [event.identifier, event.version, event.source])).toEqual([['typo3_snippet_6', 2, 'external']]);
+  });
+
   it('a detector that starts after rows changed unwatched announces those changes, and only those', async () => {
     events.length = 0;
     const stamp = now() + 2;
