@@ -20,7 +20,9 @@ const typeDefs = `#graphql
   type Model { modelId: String! provider: Provider }
   type Snippet { uid: Int! identifier: String! name: String! tags: [String!]! snippet: String! metadata: JSON isActive: Boolean! hidden: Boolean! sorting: Int! }
   type Configuration { identifier: String! model: Model selectedSnippets: [Snippet!]! }
-  type Query { snippets(limit: Int = 50): [Snippet!]! configurations(limit: Int = 50): [Configuration!]! }
+  type PageInfo { hasNextPage: Boolean! endCursor: String }
+  type SnippetConnection { totalCount: Int! pageInfo: PageInfo! nodes: [Snippet!]! }
+  type Query { snippets(limit: Int = 50): [Snippet!]! configurations(limit: Int = 50): [Configuration!]! snippetsConnection(first: Int = 50): SnippetConnection! }
 `;
 
 async function main(): Promise<void> {
@@ -54,6 +56,20 @@ async function main(): Promise<void> {
     Query: {
       snippets: async (_: unknown, args: { limit: number }) =>
         (await query('SELECT * FROM tx_nrllm_promptsnippet WHERE deleted = 0 ORDER BY sorting, name LIMIT ?', [args.limit])).map(toSnippet),
+      // The first page of the cursor list: one row more than asked (is there a next page?), a count, a cursor of the last row.
+      snippetsConnection: async (_: unknown, args: { first: number }) => {
+        const [rows, counted] = await Promise.all([
+          query('SELECT * FROM tx_nrllm_promptsnippet WHERE deleted = 0 ORDER BY sorting, name, uid LIMIT ?', [args.first + 1]),
+          query('SELECT COUNT(*) AS count FROM tx_nrllm_promptsnippet WHERE deleted = 0', []),
+        ]);
+        const page = rows.slice(0, args.first);
+        const last = page[page.length - 1];
+        return {
+          totalCount: Number(counted[0]?.count ?? 0),
+          pageInfo: { hasNextPage: rows.length > args.first, endCursor: last ? Buffer.from(JSON.stringify(['snippets', last.sorting, last.name, last.uid])).toString('base64url') : null },
+          nodes: page.map(toSnippet),
+        };
+      },
       configurations: async (_: unknown, args: { limit: number }) => {
         // One raw query for configurations with model and provider, one for the active snippets.
         const [rows, snippets] = await Promise.all([
