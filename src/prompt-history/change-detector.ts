@@ -110,7 +110,7 @@ export class PromptChangeDetector {
         new Map(rows.map((row) => [Number(row.uid), stateOf(row as T)]));
     this.tables = [
       { kind: 'snippet', table: 'tx_nrllm_promptsnippet', entity: PromptSnippetEntity, statesOf: each(snippetStateOf) },
-      { kind: 'configuration', table: 'tx_nrllm_configuration', entity: ConfigurationEntity, statesOf: (m, rows) => this.history.configurationStates(m, rows as ConfigurationEntity[]) },
+      { kind: 'configuration', table: 'tx_nrllm_configuration', entity: ConfigurationEntity, statesOf: (m, rows) => this.history.configurationStates(m, rows as ConfigurationEntity[], 'detected') },
       { kind: 'skill', table: 'tx_nrllm_skill', entity: SkillEntity, statesOf: each(skillStateOf) },
     ];
   }

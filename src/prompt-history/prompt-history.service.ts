@@ -3,7 +3,7 @@
  * raise. Writers call `record` inside the transaction of their write (so a
  * version exists exactly when the write committed) and `announce` after it.
  */
-import { type DataSource, type EntityManager, In } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { ConfigurationSkillEntity } from '../configurations/configuration-skill.entity';
 import { ConfigurationEntity } from '../configurations/configuration.entity';
 import { ModelEntity } from '../providers/model.entity';
@@ -206,19 +206,25 @@ export class PromptHistoryService {
     return (await this.configurationStates(manager, [row])).get(row.uid)!;
   }
 
-  /** The configuration states of many rows by uid, in two queries (models, skill relations) whatever their number. */
-  async configurationStates(manager: EntityManager, rows: readonly ConfigurationEntity[]): Promise<Map<number, ConfigurationState>> {
+  /**
+   * The configuration states of many rows by uid, in two queries (models,
+   * skill relations) whatever their number. `alias` names the tables in
+   * those queries (the change detector's reads say `detected`).
+   */
+  async configurationStates(manager: EntityManager, rows: readonly ConfigurationEntity[], alias = 'versioned'): Promise<Map<number, ConfigurationState>> {
     const result = new Map<number, ConfigurationState>();
     if (rows.length === 0) return result;
     const modelUids = [...new Set(rows.map((row) => row.modelUid).filter((uid) => uid))];
     const [models, relations] = await Promise.all([
-      modelUids.length > 0 ? manager.getRepository(ModelEntity).find({ where: { uid: In(modelUids) }, select: ['uid', 'identifier'] }) : [],
+      modelUids.length > 0
+        ? manager.getRepository(ModelEntity).createQueryBuilder(alias).select([`${alias}.uid`, `${alias}.identifier`]).where(`${alias}.uid IN (:...uids)`, { uids: modelUids }).getMany()
+        : [],
       manager
         .getRepository(ConfigurationSkillEntity)
-        .createQueryBuilder('mm')
-        .where('mm.uid_local IN (:...uids)', { uids: rows.map((row) => row.uid) })
-        .orderBy('mm.uid_local', 'ASC')
-        .addOrderBy('mm.sorting', 'ASC')
+        .createQueryBuilder(alias)
+        .where(`${alias}.uid_local IN (:...uids)`, { uids: rows.map((row) => row.uid) })
+        .orderBy(`${alias}.uid_local`, 'ASC')
+        .addOrderBy(`${alias}.sorting`, 'ASC')
         .getMany(),
     ]);
     const modelIdentifier = new Map(models.map((model) => [model.uid, model.identifier]));
