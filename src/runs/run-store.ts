@@ -423,13 +423,18 @@ export class RunStore {
     return count > 0;
   }
 
-  /** Open runs nobody is working on: no lease, or a lease older than `staleSeconds`. */
+  /**
+   * Queued or running runs nobody is working on: no lease, or a lease older
+   * than `staleSeconds`. A run waiting for approval needs no owner (it holds
+   * no lease on purpose), so it is never one: housekeeping does not read
+   * every waiting run on every pass.
+   */
   async orphanedRuns(staleSeconds: number): Promise<AgentRunEntity[]> {
     return this.dataSource
       .getRepository(AgentRunEntity)
       .createQueryBuilder('r')
       .leftJoin(RunLeaseEntity, 'l', 'l.run_uid = r.uid')
-      .where('r.status IN (:...statuses)', { statuses: [...OPEN_STORED_STATUSES] })
+      .where('r.status IN (:...statuses)', { statuses: storedSpellings('QUEUED', 'RUNNING') })
       // Only runs this service executes: nr_llm's own runs have their own workers and reaper.
       .andWhere('r.claimed_by = :owner', { owner: RUN_OWNER_MARK })
       .andWhere('(l.run_uid IS NULL OR l.heartbeat_at < :cutoff)', { cutoff: unixNow() - staleSeconds })

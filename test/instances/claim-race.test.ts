@@ -67,12 +67,19 @@ describe.each(testDialects)('claiming orphaned runs, raced by several instances 
       runs.push(row.uid);
     }
 
+    // A run waiting for approval holds no lease on purpose: it is nobody's orphan.
+    const waiting = await stores[0]!.createRun({ uuid: crypto.randomUUID(), configurationUid: 1, configurationIdentifier: 'race' }, undefined, '{}');
+    await database.query("UPDATE tx_nrllm_agentrun SET status = 'waiting_for_approval' WHERE uid = ?", [waiting.uid]);
+    const orphans = (await stores[0]!.orphanedRuns(LEASE_SECONDS)).map((row) => row.uid);
+    expect(orphans.sort((a, b) => a - b)).toEqual(runs);
+    expect(await stores[1]!.claimOrphan(waiting.uid, instances[1]!, LEASE_SECONDS)).toBe(false);
+
     const ownerOf = async (): Promise<Map<number, string>> => {
       const rows = (await database!.query('SELECT run_uid AS run, instance_id AS owner FROM promptwire_run_lease')) as { run: number | string; owner: string }[];
       return new Map(rows.map((row) => [Number(row.run), row.owner]));
     };
     const requeueCounts = async (): Promise<number[]> => {
-      const rows = (await database!.query('SELECT requeue_count AS n FROM promptwire_run_request ORDER BY run_uid')) as { n: number | string }[];
+      const rows = (await database!.query('SELECT requeue_count AS n FROM promptwire_run_request WHERE run_uid <> ? ORDER BY run_uid', [waiting.uid])) as { n: number | string }[];
       return rows.map((row) => Number(row.n));
     };
 
