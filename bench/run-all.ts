@@ -12,6 +12,7 @@ import { formatThroughput, runApiThroughput } from './api-throughput';
 import { formatRunsConcurrency, runRunsConcurrency } from './runs-concurrency';
 import { formatRunsFanout, runRunsFanout } from './runs-fanout';
 import { formatRunsLoop, runRunsLoop } from './runs-loop';
+import { formatTakeover, formatWaitingMemory, runTakeover, runWaitingMemory } from './runs-durable';
 
 async function main(): Promise<void> {
   const sections: string[] = [];
@@ -43,6 +44,14 @@ async function main(): Promise<void> {
   const concurrency = formatRunsConcurrency(await runRunsConcurrency());
   console.log(concurrency);
   sections.push(`### Concurrent runs\n\n${concurrency}`);
+
+  console.log('== Durable runs: memory of runs waiting for approval, takeover of a killed instance\'s run');
+  const waiting = formatWaitingMemory(await runWaitingMemory());
+  console.log(waiting);
+  sections.push(`### 200 runs waiting for approval at once: process memory per run, against the same runs finished\n\n${waiting}`);
+  const takeover = formatTakeover(await runTakeover());
+  console.log(takeover);
+  sections.push(`### Takeover: from SIGKILL of the owner to the call made again by a surviving instance, against the lease\n\n${takeover}`);
 
   console.log('== Remote MCP tool call');
   const mcpCall = formatMcpCall(await runMcpCall());
