@@ -3,9 +3,10 @@
  * waiting for approval, going on after the decision, ended with its figures —
  * over graphql-ws, for lists that update live instead of asking again.
  */
-import { testDialects } from '../support/databases';
+import { createTestDatabase, testDialects, type TestDatabase } from '../support/databases';
 import { RawGraphQLSocket, type WsMessage } from '../support/raw-graphql-ws';
-import { startTestServer, type TestServer } from '../support/server';
+import { ADMIN_TOKEN, startTestServer, type TestServer } from '../support/server';
+import { startServerProcess, type ServerProcess } from '../support/server-process';
 import { RunKit } from './run-kit';
 
 const UPDATED = 'subscription { runUpdated { id status terminationReason totalTokens } }';
@@ -84,3 +85,50 @@ describe.each(testDialects)('runUpdated (%s)', (dialect) => {
     expect(updatesOf(socket, started.id).map((u) => u.status)).toEqual(['RUNNING', 'WAITING_FOR_APPROVAL', 'RUNNING', 'COMPLETED']);
   });
 });
+
+/**
+ * Two real server processes on one MySQL database and one Redis: a watcher on
+ * one instance hears of runs started and finished on the other.
+ */
+if (process.env.TEST_REDIS_URL && testDialects.includes('mysql')) {
+  describe('runUpdated across two instances (mysql + redis)', () => {
+    let database: TestDatabase;
+    let a: ServerProcess;
+    let b: ServerProcess;
+    let watcher: RawGraphQLSocket | null = null;
+
+    beforeAll(async () => {
+      database = await createTestDatabase('mysql');
+      const env = { REDIS_URL: process.env.TEST_REDIS_URL! };
+      a = await startServerProcess(database, env);
+      b = await startServerProcess(database, env);
+    }, 120_000);
+    afterAll(async () => {
+      watcher?.close();
+      await a?.stop();
+      await b?.stop();
+      await database?.drop();
+    });
+
+    it("a watcher on instance B sees a run that instance A starts and finishes", async () => {
+      const ok = async (query: string, variables: Record<string, unknown>) => {
+        const result = await a.gql(query, variables);
+        expect(result.errors).toBeUndefined();
+        return result.data!;
+      };
+      await ok('mutation($input: CreateProviderInput!) { createProvider(input: $input) { uid } }', { input: { identifier: 'demo_feed', name: 'Demo', adapterType: 'demo' } });
+      await ok('mutation($input: CreateModelInput!) { createModel(input: $input) { uid } }', { input: { identifier: 'demo_feed', name: 'Demo', provider: 'demo_feed', modelId: 'demo' } });
+      await ok('mutation($input: CreateConfigurationInput!) { createConfiguration(input: $input) { uid } }', { input: { identifier: 'demo_feed', name: 'Demo', model: 'demo_feed' } });
+
+      watcher = await RawGraphQLSocket.connect(b.url.replace(/^http/, 'ws'), ADMIN_TOKEN);
+      watcher.subscribe('feed', UPDATED);
+      watcher.subscribe('ping', '{ __typename }');
+      await watcher.waitFor((m) => m.id === 'ping' && m.type === 'complete');
+
+      const started = (await ok('mutation($input: StartRunInput!) { startRun(input: $input) { id } }', { input: { configuration: 'demo_feed', prompt: 'Hello there.' } })) as { startRun: { id: string } };
+      const id = started.startRun.id;
+      await watcher.waitFor((m) => m.id === 'feed' && m.type === 'next' && JSON.stringify(m.payload).includes(id) && JSON.stringify(m.payload).includes('"status":"COMPLETED"'));
+      expect(updatesOf(watcher, id).map((u) => u.status)).toEqual(['RUNNING', 'COMPLETED']);
+    }, 60_000);
+  });
+}
