@@ -14,7 +14,7 @@ import { SkillEntity } from '../skills/skill.entity';
 import { parseMetadataForWrite, readJsonObject } from '../prompt/snippet-metadata';
 import { parseSelectionTags, validateTagsForWrite } from '../prompt/tags';
 import { checkFilterTags, checkSearch } from '../snippets/snippet.service';
-import type { TagMatchMode } from '../snippets/tag-match-sql';
+import type { TaggedListPageRequest } from '../snippets/tag-match-sql';
 import { ConfigurationSkillEntity } from './configuration-skill.entity';
 import { ConfigurationEntity } from './configuration.entity';
 import { CONFIGURATION_KEY_KINDS, CONFIGURATION_LIST, type ConfigurationRepository, type ListedConfiguration } from './configuration.repository';
@@ -57,16 +57,8 @@ export interface ConfigurationWriter {
 
 const ADMIN: ConfigurationWriter = { mayChangeAdminOptions: true };
 
-/** One page of the configuration list as a client asks for it (`configurationsConnection`). */
-export interface ConfigurationPageRequest {
-  first: number;
-  after?: string | null;
-  tags?: readonly string[] | null;
-  tagsMatch?: TagMatchMode | null;
-  isActive?: boolean | null;
-  hidden?: boolean | null;
-  search?: string | null;
-}
+/** One page of the configuration list as a client asks for it. */
+export type ConfigurationPageRequest = TaggedListPageRequest;
 
 export class ConfigurationService {
   constructor(

@@ -13,7 +13,7 @@ import { parseMetadataForWrite } from '../prompt/snippet-metadata';
 import { PromptSnippetEntity } from './snippet.entity';
 import { hasTag, normalizeTag, tagVocabulary, validateTagsForWrite } from '../prompt/tags';
 import { SNIPPET_KEY_KINDS, SNIPPET_LIST, type SnippetListFilter, type SnippetRepository } from './snippet.repository';
-import type { TagMatchMode } from './tag-match-sql';
+import type { TaggedListPageRequest } from './tag-match-sql';
 
 export interface SnippetWrite {
   identifier?: string;
@@ -41,16 +41,8 @@ export const MAX_SEARCH_LENGTH = 1000;
 /** The most tags one list filter names: each is one condition on every row. */
 export const MAX_FILTER_TAGS = 50;
 
-/** One page of the snippet list as a client asks for it (`snippetsConnection`). */
-export interface SnippetPageRequest {
-  first: number;
-  after?: string | null;
-  tags?: readonly string[] | null;
-  tagsMatch?: TagMatchMode | null;
-  isActive?: boolean | null;
-  hidden?: boolean | null;
-  search?: string | null;
-}
+/** One page of the snippet list as a client asks for it. */
+export type SnippetPageRequest = TaggedListPageRequest;
 
 /** Validates `search` as every list does. */
 export function checkSearch(search: string | null | undefined, field = 'search'): string | null {
