@@ -358,7 +358,7 @@ async function waitingMemory(dialect: BenchDialect, count: number): Promise<Wait
     const runs = server.services.runs;
     const configuration = await seedRunConfiguration(server.services);
     const input = { configuration, prompt: 'What is 6 * 7?', tools: ['calculator'], approvalRequired: ['calculator'], stream: false };
-    const statusOf = async (id: string) => (await runs.get(id))?.row.status ?? 'missing';
+    const statusOf = async (id: string) => (await server.services.runReader.get(id))?.row.status ?? 'missing';
     const waitAll = async (ids: string[], wanted: string) => {
       const deadline = performance.now() + 120_000;
       for (const id of ids) {
@@ -370,7 +370,7 @@ async function waitingMemory(dialect: BenchDialect, count: number): Promise<Wait
     };
     const approve = async (ids: string[]) => {
       for (const id of ids) {
-        const view = await runs.get(id);
+        const view = await server.services.runReader.get(id);
         await runs.resolveToolApproval(id, (view?.pendingToolCalls ?? []).map((call) => ({ toolCallId: call.id, approve: true })), BENCH_CALLER);
       }
       await waitAll(ids, 'COMPLETED');

@@ -142,7 +142,7 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
         ...options.runs,
       },
     );
-    services = { ...core, runs, runFeed, mcp: mcp.service };
+    services = { ...core, runs, runReader: runs.reader, runFeed, mcp: mcp.service };
     operations.metrics.countOpenRunsWith(() => runs.store.countOpen());
 
     const generated = await core.tokens.bootstrap(config.adminToken);

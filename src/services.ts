@@ -20,6 +20,7 @@ import { VersionPins } from './prompt-history/version-pins';
 import { ProviderTester } from './providers/provider-tester';
 import { ProviderService } from './providers/provider.service';
 import { ReleaseService } from './releases/release.service';
+import type { RunReader } from './runs/run-reader';
 import type { RunService } from './runs/run.service';
 import type { SecretBox } from './shared/secret-box';
 import { SkillService } from './skills/skill.service';
@@ -43,7 +44,6 @@ export interface Services {
   history: PromptHistoryService;
   library: PromptLibraryCache;
   releases: ReleaseService;
-  /** Serialises writes per table in this process (identifier checks, version numbers). */
   /** The database lock every identifier write (and the change detector) takes per table. */
   identifiers: IdentifierLock;
   webhooks: WebhookService;
@@ -51,13 +51,16 @@ export interface Services {
   webhookOutbox: WebhookOutbox;
   /** Sends the outbox (started and stopped by the server). */
   webhookDispatcher: WebhookDispatcher;
+  /** Drives runs: starts, approvals, cancels, takeover. */
   runs: RunService;
+  /** Reads runs and serves their traces and deltas. */
+  runReader: RunReader;
   /** Which runs changed, on every instance (runUpdated). */
   runFeed: RunFeedBus;
   mcp: McpService;
 }
 
-export type CoreServices = Omit<Services, 'runs' | 'runFeed' | 'mcp'>;
+export type CoreServices = Omit<Services, 'runs' | 'runReader' | 'runFeed' | 'mcp'>;
 
 export function createCoreServices(
   dataSource: DataSource,

@@ -38,7 +38,7 @@ export class RunResolver {
   @Authorized(Role.VIEWER)
   @Query(() => AgentRun, { nullable: true })
   async run(@Ctx() { services }: GraphQLContext, @Arg('id', () => ID) id: string): Promise<AgentRun | null> {
-    const view = await services.runs.get(id);
+    const view = await services.runReader.get(id);
     return view ? toAgentRun(view) : null;
   }
 
@@ -49,7 +49,7 @@ export class RunResolver {
     @Arg('limit', () => Int, { nullable: true, defaultValue: 20 }) limit: number | null = 20,
     @Arg('offset', () => Int, { nullable: true, defaultValue: 0 }) offset: number | null = 0,
   ): Promise<AgentRun[]> {
-    return (await services.runs.list(limit ?? 20, offset ?? 0)).map(toAgentRun);
+    return (await services.runReader.list(limit ?? 20, offset ?? 0)).map(toAgentRun);
   }
 
   @Authorized(Role.VIEWER)
@@ -63,7 +63,7 @@ export class RunResolver {
     @Arg('after', () => String, { nullable: true }) after: string | null = null,
     @Arg('filter', () => RunFilter, { nullable: true }) filter: RunFilter | null = null,
   ): Promise<ConnectionView<AgentRun>> {
-    return toConnection(await services.runs.page({ first: first ?? 20, after, ...filter }), toAgentRun);
+    return toConnection(await services.runReader.page({ first: first ?? 20, after, ...filter }), toAgentRun);
   }
 
   @Authorized(Role.VIEWER)
@@ -81,7 +81,7 @@ export class RunResolver {
     @Arg('afterSequence', () => Int, { nullable: true, defaultValue: 0 }) afterSequence: number | null = 0,
     @Arg('limit', () => Int, { nullable: true }) limit: number | null = null,
   ): Promise<RunStep[]> {
-    return (await services.runs.steps(run.runUid, afterSequence ?? 0, limit)).map(toRunStep);
+    return (await services.runReader.steps(run.runUid, afterSequence ?? 0, limit)).map(toRunStep);
   }
 
   @FieldResolver(() => LlmConfiguration, { nullable: true })
@@ -142,7 +142,7 @@ export class RunResolver {
       'Replays the stored steps with sequence > afterSequence, then streams new ones live, with no gap and no duplicate; ends after the END step. A watcher that falls too far behind gets a SUBSCRIBER_LAGGED error naming the afterSequence to resubscribe with.',
     subscribe: ({ args, context }: SubscribeResolverData<unknown, TraceArgs, GraphQLContext>) => {
       requireCaller(context);
-      return context.services.runs.openTrace(args.runId, args.afterSequence ?? 0);
+      return context.services.runReader.openTrace(args.runId, args.afterSequence ?? 0);
     },
   })
   runTrace(
@@ -164,7 +164,7 @@ export class RunResolver {
     },
   })
   async runUpdated(@Root() changed: RunChanged, @Ctx() { services }: GraphQLContext): Promise<AgentRun> {
-    const view = await services.runs.get(changed.runId);
+    const view = await services.runReader.get(changed.runId);
     if (!view) throw new NotFoundError(`Run "${changed.runId}" is gone`, 'runId');
     return toAgentRun(view);
   }
@@ -173,7 +173,7 @@ export class RunResolver {
     description: 'Live content and thinking deltas while a run\'s model calls stream. Not stored and not replayed; ends with the run.',
     subscribe: ({ args, context }: SubscribeResolverData<unknown, { runId: string }, GraphQLContext>) => {
       requireCaller(context);
-      return context.services.runs.openDeltas(args.runId);
+      return context.services.runReader.openDeltas(args.runId);
     },
   })
   runDeltas(@Root() payload: EngineDelta | SubscriberLaggedError, @Arg('runId', () => ID) _runId: string): RunDelta {

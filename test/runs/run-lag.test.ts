@@ -25,7 +25,7 @@ describe.each(testDialects)('watchers that lag (%s)', (dialect) => {
   /** A two-round run held before its first answer: CONTEXT and REQUEST (1, 2) are stored, six more steps follow. */
   test('a trace iterator that is not read while steps arrive ends with SUBSCRIBER_LAGGED naming afterSequence', async () => {
     const run = await kit.startHeldToolRun();
-    const trace = await ts.server.services.runs.openTrace(run.id, 0);
+    const trace = await ts.server.services.runReader.openTrace(run.id, 0);
     const first = await trace.next(); // replay has begun: the live listener is attached
     expect((first.value as StoredStep).sequence).toBe(1);
 
@@ -46,7 +46,7 @@ describe.each(testDialects)('watchers that lag (%s)', (dialect) => {
 
     // Resubscribing where the error says continues without a gap.
     const rest: number[] = [];
-    for await (const step of await ts.server.services.runs.openTrace(run.id, 2)) {
+    for await (const step of await ts.server.services.runReader.openTrace(run.id, 2)) {
       expect(step).not.toBeInstanceOf(SubscriberLaggedError);
       rest.push((step as StoredStep).sequence);
     }
@@ -57,7 +57,7 @@ describe.each(testDialects)('watchers that lag (%s)', (dialect) => {
     const run = await kit.startHeldToolRun();
     const seen: number[] = [];
     const reading = (async () => {
-      for await (const step of await ts.server.services.runs.openTrace(run.id, 0)) {
+      for await (const step of await ts.server.services.runReader.openTrace(run.id, 0)) {
         if (step instanceof SubscriberLaggedError) throw step;
         seen.push(step.sequence);
         if (seen.length === 2) run.release();

@@ -137,14 +137,14 @@ describe.each(testDialects)('run traces over graphql-ws (%s)', (dialect) => {
     setup.provider.script({ text: 'Done.', usage: { prompt: 5, completion: 5 }, gate: first.promise });
     const started = await kit.startRun({ configuration: setup.configuration, prompt: 'x' });
     await setup.provider.waitForRequest(1);
-    const idle = ts.server.services.runs.watcherCount(started.id);
+    const idle = ts.server.services.runReader.watcherCount(started.id);
     const client = ts.wsClient();
     const traceWatcher = collect<TraceEvent>(client, TRACE, { runId: started.id });
     collect<DeltaEvent>(client, DELTAS, { runId: started.id });
-    await until(() => traceWatcher.events.length >= 2 && ts.server.services.runs.watcherCount(started.id) === idle + 2, 'both watchers to listen');
+    await until(() => traceWatcher.events.length >= 2 && ts.server.services.runReader.watcherCount(started.id) === idle + 2, 'both watchers to listen');
     await client.dispose();
     // No step arrives while the model is held: the listeners must go without one.
-    await until(() => ts.server.services.runs.watcherCount(started.id) === idle, 'the listeners to be released', 2_000);
+    await until(() => ts.server.services.runReader.watcherCount(started.id) === idle, 'the listeners to be released', 2_000);
     first.open();
     expect((await kit.waitForRun(started.id)).status).toBe('COMPLETED');
   });

@@ -1,0 +1,353 @@
+/**
+ * Reading runs: their rows as the API shows them, their stored steps, and
+ * their traces for watchers — replay from the table, then live from the bus,
+ * without gap or duplicate. Writes nothing; the driver (RunService) owns the
+ * runs this process executes and tells the reader which those are.
+ */
+import { checkFirst, decodeCursor, type KeysetPage, readKeysetPage } from '../db/keyset';
+import { checkPage } from '../db/record-rules';
+import { checkLabel } from '../releases/release-rules';
+import { BadUserInputError, NotFoundError, SubscriberLaggedError } from '../shared/errors';
+import type { AgentRunEntity } from './agent-run.entity';
+import { BoundedQueue } from './bounded-queue';
+import { isOpenRunState } from './engine/run-machine';
+import type { RequestedToolCall, RunDelta } from './engine/run-step';
+import { RUN_KEY_KINDS, RUN_LIST, type RunListFilter, type RunStore } from './run-store';
+import type { RunStatus } from './run-status';
+import type { StoredStep, TraceBus } from './trace-bus';
+
+/** One page of the run list as a client asks for it (`runsConnection`). */
+export interface RunPageRequest {
+  first: number;
+  after?: string | null;
+  status?: readonly RunStatus[] | null;
+  /** A configuration identifier. */
+  configuration?: string | null;
+  /** A release label. */
+  label?: string | null;
+  /** Created at or after. */
+  createdFrom?: Date | null;
+  /** Created before. */
+  createdBefore?: Date | null;
+}
+
+/** A run as the API shows it: the row, plus what lives in its END step. */
+export interface RunView {
+  row: AgentRunEntity;
+  dryRun: boolean;
+  finalContent: string | null;
+  error: string | null;
+  /** The calls waiting for a decision; [] unless the run waits for approval. */
+  pendingToolCalls: RequestedToolCall[];
+  /** When the wait ends undecided (unix seconds); null without a timeout or when not waiting. */
+  approvalDeadline?: number | null;
+  /**
+   * The END step's cost: exact, and null for an unpriced model. The run row's
+   * `decimal(10,6) NOT NULL` column holds it clamped, and 0 for unpriced.
+   * Undefined while the run has no END.
+   */
+  endCost?: number | null;
+}
+
+/** What the reader needs to know of the runs this process drives. */
+export interface RunsDrivenHere {
+  /** Whether this process executes the run now. */
+  has(uuid: string): boolean;
+  /** The run's dry-run flag while this process executes it (its END, which holds it, is not stored yet). */
+  dryRun(uuid: string): boolean | undefined;
+}
+
+export interface RunReaderOptions {
+  /** How many steps a live watcher may fall behind before it is told to resubscribe. */
+  watcherQueueSize: number;
+  /**
+   * A watcher that heard nothing for this long reads the table (its bus
+   * messages may have been lost, e.g. with a dropped Redis connection).
+   */
+  watcherRecheckMs?: number;
+}
+
+const DEFAULT_WATCHER_RECHECK_MS = 5_000;
+
+export class RunReader {
+  /**
+   * Live watchers that heard nothing for a while are told to read the table:
+   * one timer for all of them. A watcher counts as quiet from its last bus
+   * message; the bus announces its own reconnects as well.
+   */
+  private readonly quietWatchers = new Set<TraceWatcher>();
+  private quietTimer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly store: RunStore,
+    private readonly bus: TraceBus,
+    private readonly drivenHere: RunsDrivenHere,
+    private readonly options: RunReaderOptions,
+  ) {}
+
+  async get(uuid: string): Promise<RunView | null> {
+    const row = await this.store.findRun(uuid);
+    return row ? this.view(row) : null;
+  }
+
+  async list(limit: number, offset: number): Promise<RunView[]> {
+    checkPage({ limit, offset });
+    const rows = await this.store.listRuns(limit, offset);
+    const ends = await this.store.endStepsOf(rows.map((r) => r.uid));
+    return rows.map((row) => this.viewWith(row, ends.get(row.uid) ?? null));
+  }
+
+  /**
+   * One page of the runs that pass the filters, newest first (created, then
+   * uid), after the position `after` names. A run is found under the status
+   * it shows (nr_llm's `waiting_for_input` as RUNNING, unknown values as
+   * FAILED); times are compared with the created second.
+   */
+  async page(request: RunPageRequest): Promise<KeysetPage<RunView>> {
+    const first = checkFirst(request.first);
+    const filter: RunListFilter = {
+      statuses: request.status && request.status.length > 0 ? [...new Set(request.status)] : null,
+      configuration: null,
+      label: null,
+      createdFrom: unixSecondAtOrAfter(request.createdFrom, 'createdFrom'),
+      createdBefore: unixSecondAtOrAfter(request.createdBefore, 'createdBefore'),
+    };
+    if (request.configuration !== undefined && request.configuration !== null) {
+      filter.configuration = request.configuration.trim().toLowerCase();
+      if (filter.configuration === '') throw new BadUserInputError('configuration needs a configuration identifier', 'configuration');
+    }
+    if (request.label !== undefined && request.label !== null) {
+      const label = checkLabel(request.label.trim());
+      if (!label.ok) throw new BadUserInputError(label.message, 'label');
+      filter.label = label.label;
+    }
+    const after = request.after === undefined || request.after === null ? null : decodeCursor(RUN_LIST, RUN_KEY_KINDS, request.after);
+    const page = await readKeysetPage(RUN_LIST, this.store.listedRuns(filter), first, after);
+    const ends = await this.store.endStepsOf(page.rows.map(({ row }) => row.uid));
+    return { ...page, rows: page.rows.map(({ row, cursor }) => ({ row: this.viewWith(row, ends.get(row.uid) ?? null), cursor })) };
+  }
+
+  /** Stored steps after `afterSequence`; all of them, or one page of `limit` (validated like every page). */
+  async steps(runUid: number, afterSequence: number, limit: number | null = null): Promise<StoredStep[]> {
+    if (limit !== null) checkPage({ limit, offset: 0 });
+    return this.store.stepsAfter(runUid, afterSequence, limit);
+  }
+
+  view(row: AgentRunEntity): Promise<RunView> {
+    const pending = row.status === 'WAITING_FOR_APPROVAL' ? this.store.pendingApproval(row.uid) : Promise.resolve({ calls: [], deadlineAt: null });
+    return Promise.all([this.store.endStepsOf([row.uid]), pending]).then(([ends, approval]) => ({
+      ...this.viewWith(row, ends.get(row.uid) ?? null, approval.calls),
+      approvalDeadline: approval.deadlineAt,
+    }));
+  }
+
+  private viewWith(row: AgentRunEntity, end: StoredStep | null, pending?: RequestedToolCall[]): RunView {
+    return {
+      row,
+      dryRun: this.drivenHere.dryRun(row.uuid) ?? end?.dryRun === true,
+      finalContent: typeof end?.finalContent === 'string' ? end.finalContent : null,
+      error: typeof end?.error === 'string' ? end.error : null,
+      pendingToolCalls: pending ?? [],
+      endCost: end ? (typeof end.estimatedCost === 'number' && Number.isFinite(end.estimatedCost) ? end.estimatedCost : null) : undefined,
+    };
+  }
+
+  /**
+   * The trace of a run: stored steps after `afterSequence`, then live ones.
+   * The live listener is attached before the table is read, so nothing falls
+   * between the two; sequence numbers drop duplicates and reveal gaps, which
+   * are filled from the table.
+   */
+  async openTrace(uuid: string, afterSequence: number): Promise<AsyncIterableIterator<StoredStep | SubscriberLaggedError>> {
+    const row = await this.store.findRun(uuid);
+    if (!row) throw new NotFoundError(`No run with id "${uuid}"`, 'runId');
+    const queue = new BoundedQueue<StoredStep | typeof RECHECK>(this.options.watcherQueueSize);
+    return releasing(this.trace(row, afterSequence, queue), queue);
+  }
+
+  /** Live content/thinking deltas of a running run; not stored, so there is nothing to replay. Ends with the run. */
+  async openDeltas(uuid: string): Promise<AsyncIterableIterator<RunDelta | SubscriberLaggedError>> {
+    const row = await this.store.findRun(uuid);
+    if (!row) throw new NotFoundError(`No run with id "${uuid}"`, 'runId');
+    const queue = new BoundedQueue<RunDelta | null>(this.options.watcherQueueSize * 16);
+    return releasing(this.deltas(row, queue), queue);
+  }
+
+  /** Bus listeners (trace and delta watchers, and the run's own driver) of a run in this process. */
+  watcherCount(uuid: string): number {
+    return this.bus.listenerCount(uuid);
+  }
+
+  /** Whether a live trace watcher of one of these runs is still open in this process. */
+  watchesAny(uuids: ReadonlySet<string>): boolean {
+    for (const watcher of this.quietWatchers) if (uuids.has(watcher.uuid)) return true;
+    return false;
+  }
+
+  private watchQuiet(watcher: TraceWatcher): () => void {
+    this.quietWatchers.add(watcher);
+    const recheckMs = this.options.watcherRecheckMs ?? DEFAULT_WATCHER_RECHECK_MS;
+    if (!this.quietTimer) {
+      this.quietTimer = setInterval(() => {
+        const now = Date.now();
+        for (const quiet of this.quietWatchers) {
+          if (now - quiet.heardAt >= recheckMs) {
+            quiet.heardAt = now;
+            quiet.wake();
+          }
+        }
+      }, Math.max(50, recheckMs / 2));
+      this.quietTimer.unref();
+    }
+    return () => {
+      this.quietWatchers.delete(watcher);
+      if (this.quietWatchers.size === 0 && this.quietTimer) {
+        clearInterval(this.quietTimer);
+        this.quietTimer = null;
+      }
+    };
+  }
+
+  private async *trace(row: AgentRunEntity, afterSequence: number, queue: BoundedQueue<StoredStep | typeof RECHECK>): AsyncGenerator<StoredStep | SubscriberLaggedError> {
+    const uuid = row.uuid;
+    const watcher: TraceWatcher = { uuid, heardAt: Date.now(), wake: () => queue.push(RECHECK) };
+    const unsubscribe = this.bus.subscribe(uuid, (message) => {
+      if (message.type === 'step') {
+        watcher.heardAt = Date.now();
+        queue.push(message.step);
+      } else if (message.type === 'reconnected') {
+        // Whatever was published while the bus was away is only in the table now.
+        queue.push(RECHECK);
+      }
+    });
+    const stopWatchingQuiet = this.watchQuiet(watcher);
+    let last = Math.max(0, afterSequence);
+    try {
+      for (const step of await this.store.stepsAfter(row.uid, last)) {
+        yield step;
+        last = step.sequence;
+        if (step.kind === 'end') return;
+      }
+      // A client resuming at or after END has nothing left to receive. The row was
+      // read before the listener was attached, and END shares the status update's
+      // transaction, so a finished status here means END is already stored.
+      if (!isOpenRunState(row.status)) return;
+      for (;;) {
+        const next = await queue.next();
+        if (next.done) {
+          if (queue.hasOverflowed) yield lagged(last);
+          return;
+        }
+        const item = next.value;
+        if (item === RECHECK) {
+          // Fill from the table: messages may have been lost on the way.
+          for (const missed of await this.store.stepsAfter(row.uid, last)) {
+            yield missed;
+            last = missed.sequence;
+            if (missed.kind === 'end') return;
+          }
+          // Nothing stored after `last`, and the run is over: its END is at or before `last`.
+          const current = await this.store.findRun(uuid);
+          if (!current || !isOpenRunState(current.status)) return;
+          continue;
+        }
+        const step = item;
+        if (step.sequence <= last) {
+          // The END of a run whose trace was asked from beyond its last sequence: nothing more will come.
+          if (step.kind === 'end') return;
+          continue;
+        }
+        if (step.sequence > last + 1) {
+          for (const missed of await this.store.stepsAfter(row.uid, last)) {
+            if (missed.sequence >= step.sequence) break;
+            yield missed;
+            last = missed.sequence;
+          }
+        }
+        yield step;
+        last = step.sequence;
+        if (step.kind === 'end') return;
+      }
+    } finally {
+      stopWatchingQuiet();
+      unsubscribe();
+      queue.close();
+    }
+  }
+
+  private async *deltas(row: AgentRunEntity, queue: BoundedQueue<RunDelta | null>): AsyncGenerator<RunDelta | SubscriberLaggedError> {
+    const uuid = row.uuid;
+    if (!this.drivenHere.has(uuid) && row.status !== 'QUEUED' && row.status !== 'RUNNING') return;
+    const unsubscribe = this.bus.subscribe(uuid, (message) => {
+      if (message.type === 'delta') queue.push(message.delta);
+      else if (message.type === 'step' && message.step.kind === 'end') queue.push(null);
+    });
+    try {
+      // The run may have ended between the first read and the listener: look again now that nothing can be missed.
+      const current = await this.store.findRun(uuid);
+      if (current && current.status !== 'QUEUED' && current.status !== 'RUNNING') return;
+      for (;;) {
+        const next = await queue.next();
+        if (next.done) {
+          if (queue.hasOverflowed) yield new SubscriberLaggedError('You fell behind the live output; the stored steps (run.steps or runTrace) hold every finished call.');
+          return;
+        }
+        if (next.value === null) return;
+        yield next.value;
+      }
+    } finally {
+      unsubscribe();
+      queue.close();
+    }
+  }
+}
+
+/**
+ * A watcher's generator whose return() takes effect at once. An async
+ * generator waiting inside its body (here: for the next step) handles return()
+ * only after that wait ends, so a client that left while its run was idle kept
+ * its bus listener until the next step. Closing the queue ends the wait first.
+ */
+function releasing<T>(generator: AsyncGenerator<T>, queue: { close(): void }): AsyncIterableIterator<T> {
+  const iterator: AsyncIterableIterator<T> = {
+    next: () => generator.next(),
+    return: (value?: unknown) => {
+      queue.close();
+      return generator.return(value as T);
+    },
+    throw: (error?: unknown) => {
+      queue.close();
+      return generator.throw(error);
+    },
+    [Symbol.asyncIterator]: () => iterator,
+  };
+  return iterator;
+}
+
+interface TraceWatcher {
+  uuid: string;
+  /** When it last heard from the bus. */
+  heardAt: number;
+  wake(): void;
+}
+
+/** A watcher's signal to read the table instead of waiting for the bus. */
+const RECHECK = Symbol('recheck');
+
+function lagged(lastSequence: number): SubscriberLaggedError {
+  return new SubscriberLaggedError(
+    `You fell too far behind the live trace; resubscribe with afterSequence: ${lastSequence} to continue without a gap.`,
+    'afterSequence',
+  );
+}
+
+/**
+ * The first unix second at or after `time`: `crdate >= it` is "created at or
+ * after `time`", `crdate < it` "created before `time`" (crdate holds whole seconds).
+ */
+function unixSecondAtOrAfter(time: Date | null | undefined, field: string): number | null {
+  if (time === undefined || time === null) return null;
+  const milliseconds = time.getTime();
+  if (!Number.isFinite(milliseconds)) throw new BadUserInputError(`${field} is not a valid time`, field);
+  return Math.ceil(milliseconds / 1000);
+}
