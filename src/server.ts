@@ -45,6 +45,7 @@ import { InProcessPromptEventBus, type PromptEventBus, RedisPromptEventBus } fro
 import { createCoreServices, type Services } from './services';
 import { InProcessRevocationBus, RedisRevocationBus, type RevocationBus } from './auth/revocation-bus';
 import { loadOrCreateKeyFile, SecretBox } from './shared/secret-box';
+import { LazyPayload } from './webhooks/webhook-outbox';
 
 export interface ServerOptions {
   logger?: Logger;
@@ -138,7 +139,13 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
         providerMaxResponseBytes: config.providerMaxResponseBytes,
         externalTools: mcp.toolSource,
         observer: operations.runObserver,
-        onRunEnded: (manager, run) => core.webhookOutbox.enqueue(manager, 'run.finished', { run }).then(() => undefined),
+        onRunEnded: async (manager, loadRun) => {
+          const payload = new LazyPayload(async () => {
+            const run = await loadRun();
+            return run ? { run } : null;
+          });
+          await core.webhookOutbox.enqueue(manager, 'run.finished', payload);
+        },
         ...options.runs,
       },
     );

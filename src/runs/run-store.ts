@@ -86,7 +86,8 @@ const RUN_KEYS = ['r_crdate', 'r_uid'];
 export const RUN_KEY_KINDS: readonly KeyKind[] = ['value', 'integer'];
 
 /** Called inside the transaction that stores a run's END, so what it writes commits with the END or not at all. */
-export type RunEndedHook = (manager: EntityManager, run: EndedRun) => Promise<void>;
+/** Told of a run's END inside its transaction; `loadRun` reads the finished run (call it only when needed). */
+export type RunEndedHook = (manager: EntityManager, loadRun: () => Promise<EndedRun | null>) => Promise<void>;
 
 export class RunStore {
   constructor(
@@ -96,21 +97,24 @@ export class RunStore {
 
   private async runEnded(manager: EntityManager, runUid: number, end: EndStep): Promise<void> {
     if (!this.onRunEnded) return;
-    const row = await manager.getRepository(AgentRunEntity).findOne({ where: { uid: runUid } });
-    if (!row) return;
-    await this.onRunEnded(manager, {
-      id: row.uuid,
-      configuration: row.configurationIdentifier,
-      status: end.status,
-      terminationReason: end.terminationReason,
-      iterations: end.iterations,
-      promptTokens: end.promptTokens,
-      completionTokens: end.completionTokens,
-      totalTokens: end.totalTokens,
-      estimatedCost: end.estimatedCost,
-      error: end.error,
-      dryRun: end.dryRun,
-      finishedAt: new Date(row.finishedAt * 1000).toISOString(),
+    // The row is read only if the hook asks for it (a webhook listens for finished runs).
+    await this.onRunEnded(manager, async () => {
+      const row = await manager.getRepository(AgentRunEntity).findOne({ where: { uid: runUid } });
+      if (!row) return null;
+      return {
+        id: row.uuid,
+        configuration: row.configurationIdentifier,
+        status: end.status,
+        terminationReason: end.terminationReason,
+        iterations: end.iterations,
+        promptTokens: end.promptTokens,
+        completionTokens: end.completionTokens,
+        totalTokens: end.totalTokens,
+        estimatedCost: end.estimatedCost,
+        error: end.error,
+        dryRun: end.dryRun,
+        finishedAt: new Date(row.finishedAt * 1000).toISOString(),
+      };
     });
   }
 

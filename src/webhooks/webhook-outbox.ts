@@ -13,10 +13,16 @@ export class WebhookOutbox {
 
   constructor(private readonly repository: WebhookRepository) {}
 
-  /** Answers how many deliveries were written. */
-  async enqueue(manager: EntityManager, event: WebhookEvent, data: unknown, occurredAt = Date.now()): Promise<number> {
+  /**
+   * Answers how many deliveries were written. `data` may be a loader: it is
+   * called only when some webhook listens for the event (a run's END need not
+   * read its row back when nobody asked to hear of it).
+   */
+  async enqueue(manager: EntityManager, event: WebhookEvent, data: unknown | LazyPayload, occurredAt = Date.now()): Promise<number> {
     const webhooks = (await this.repository.list(manager)).filter((webhook) => parseEvents(webhook.events).includes(event));
     if (webhooks.length === 0) return 0;
+    if (data instanceof LazyPayload) data = await data.load();
+    if (data === null) return 0;
     const deliveries = webhooks.map((webhook) => {
       const id = crypto.randomUUID();
       return { id, webhookId: webhook.id, event, payload: deliveryBody({ id, event, occurredAt, data }), createdAt: occurredAt };
@@ -31,4 +37,9 @@ export class WebhookOutbox {
     this.listeners.add(listener);
     return () => void this.listeners.delete(listener);
   }
+}
+
+/** An event's payload read only when a webhook will carry it; null: nothing to report after all. */
+export class LazyPayload {
+  constructor(readonly load: () => Promise<unknown>) {}
 }
