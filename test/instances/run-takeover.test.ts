@@ -124,6 +124,53 @@ describe.each(testDialects)('run takeover after a crash (%s)', (dialect) => {
     expect(provider.requests[1]!.body.messages).toEqual(provider.requests[0]!.body.messages);
   }, 90_000);
 
+  // Two live processes on one database: MySQL only (defined there alone, so nothing is listed as skipped).
+  if (dialect === 'mysql') test('an owner frozen past its lease (mysql): another instance finishes the run; the owner, let go, writes nothing more and calls no provider', async () => {
+    database = await createTestDatabase(dialect);
+    const provider = await ScriptedProvider.start();
+    providers.push(provider);
+    const owner = await startServerProcess(database, { ...LEASE, LOG_LEVEL: 'warn' });
+    servers.push(owner);
+    const survivor = await startServerProcess(database, { ...LEASE, RUN_MIGRATIONS: 'false' });
+    servers.push(survivor);
+    const configuration = await setupRun(owner, provider);
+    const late = gate();
+    provider.script(
+      { text: 'An answer the frozen owner reads only after it is let go.', gate: late.promise, usage: { prompt: 1, completion: 1 } },
+      { text: 'Finished by the survivor.', usage: { prompt: 3, completion: 4 } },
+    );
+    const started = await ok<{ startRun: { id: string } }>(owner, 'mutation($input: StartRunInput!) { startRun(input: $input) { id } }', { input: { configuration, prompt: 'hello', tools: [] } });
+    const id = started.startRun.id;
+    await provider.waitForRequest(1);
+    owner.pause();
+    try {
+      const finished = await waitForEnd(survivor, id);
+      expect(finished).toMatchObject({ status: 'COMPLETED', finalContent: 'Finished by the survivor.' });
+      // The frozen owner's call is answered now; it reads the answer as soon as it runs again.
+      late.open();
+    } finally {
+      owner.resume();
+    }
+    await withTimeout(
+      (async () => {
+        while (!owner.output().includes('another instance took the run over')) await new Promise((resolve) => setTimeout(resolve, 50));
+      })(),
+      20_000,
+      'the owner, let go, did not notice that its run was taken over',
+    );
+    // The fence held: the trace is the survivor's alone, one END, and the owner sent nothing more.
+    const run = await runOf(survivor, id);
+    expectWellFormedTrace(run.steps);
+    expect(run.steps.map((s) => [s.sequence, s.kind, s.resentAfterTakeover])).toEqual([
+      [1, 'CONTEXT', null],
+      [2, 'REQUEST', null],
+      [3, 'LLM', true],
+      [4, 'END', null],
+    ]);
+    expect(run).toMatchObject({ status: 'COMPLETED', finalContent: 'Finished by the survivor.' });
+    expect(provider.requests).toHaveLength(2);
+  }, 90_000);
+
   // Defined for MySQL only (on SQLite it would only be listed as skipped under a MySQL name).
   if (dialect === 'mysql') (redisUrl ? test : test.skip)('two instances on MySQL + Redis: the owner is killed mid-call, the other finishes the run; a watcher resubscribing from its last sequence sees the rest exactly once', async () => {
     database = await createTestDatabase(dialect);

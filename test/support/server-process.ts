@@ -16,6 +16,11 @@ export interface ServerProcess {
   stop(): Promise<void>;
   /** Ends the process at once (SIGKILL): no shutdown, as a crash. */
   kill(): Promise<void>;
+  /** Freezes the process (SIGSTOP), as a long GC pause or a descheduled VM would; `resume()` lets it go on. */
+  pause(): void;
+  resume(): void;
+  /** Everything the process wrote to stdout and stderr so far. */
+  output(): string;
 }
 
 const root = path.resolve(__dirname, '../..');
@@ -85,5 +90,12 @@ export async function startServerProcess(database: TestDatabase, env: Record<str
       child.kill('SIGKILL');
       await exited;
     },
+    pause() {
+      child.kill('SIGSTOP');
+    },
+    resume() {
+      child.kill('SIGCONT');
+    },
+    output: () => output,
   };
 }
