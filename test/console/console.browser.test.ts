@@ -169,6 +169,8 @@ describeInChromium('the console in Chromium', () => {
     expect(pending.run.pendingToolCalls).toHaveLength(1);
     const callId = pending.run.pendingToolCalls[0]!.id;
     expect(await page.$$('[data-approval-call]')).toHaveLength(1);
+    // Without a timeout the card shows no countdown.
+    expect(await page.$('[data-approval-deadline]')).toBeNull();
     await page.click(`[data-approval-call="${callId}"] [data-action="approve"]`);
     await page.waitForSelector('[data-run-status]:text("COMPLETED")');
     await page.waitForSelector('[data-step-kind="END"]', { state: 'attached' });
@@ -176,6 +178,22 @@ describeInChromium('the console in Chromium', () => {
     expect(await page.$('[data-approval-call]')).toBeNull();
     const done = await t.ok<{ run: { finalContent: string } }>('query($id: ID!) { run(id: $id) { finalContent } }', { id });
     expect(done.run.finalContent).toContain('391');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('a run waiting for approval with a timeout shows when its calls will be refused', async () => {
+    const id = await startRun({ configuration: 'demo-assistant', prompt: 'What is 17 * 23?', tools: ['calculator'], approvalRequired: ['calculator'], approvalTimeoutSeconds: 3600 });
+    const { page, errors } = await openPage(browser, base, ADMIN_TOKEN);
+    await page.goto(`${base}/runs/${id}`);
+    await page.waitForSelector('[data-run-status]:text("WAITING_FOR_APPROVAL")');
+    const shown = await page.waitForSelector('[data-approval-deadline]');
+    const stored = await t.ok<{ run: { approvalDeadline: string } }>('query($id: ID!) { run(id: $id) { approvalDeadline } }', { id });
+    expect(new Date((await shown.getAttribute('data-approval-deadline'))!).getTime()).toBe(new Date(stored.run.approvalDeadline).getTime());
+    expect(await shown.textContent()).toMatch(/refused as not approved in (59|60) min \d+ s unless decided/);
+    await t.ok('mutation($id: ID!) { cancelRun(id: $id) { status } }', { id });
+    await page.waitForSelector('[data-run-status]:text("CANCELLED")');
+    expect(await page.$('[data-approval-deadline]')).toBeNull();
     expect(errors).toEqual([]);
     await page.close();
   });

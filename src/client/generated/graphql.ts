@@ -173,6 +173,13 @@ export type RunQueryVariables = Exact<{
 
 export type RunQuery = { run: { id: string, status: RunStatus, terminationReason: string | null, dryRun: boolean, configurationIdentifier: string | null, iterations: number, truncated: boolean, finalContent: string | null, promptTokens: number, completionTokens: number, totalTokens: number, estimatedCost: number | null, error: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null } | null };
 
+export type RunApprovalQueryVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type RunApprovalQuery = { run: { id: string, status: RunStatus, approvalDeadline: string | null } | null };
+
 export type RunsQueryVariables = Exact<{
   limit?: number | null | undefined;
   offset?: number | null | undefined;
@@ -481,6 +488,15 @@ export const RunDocument = new TypedDocumentString(`
   startedAt
   finishedAt
 }`) as unknown as TypedDocumentString<RunQuery, RunQueryVariables>;
+export const RunApprovalDocument = new TypedDocumentString(`
+    query RunApproval($id: ID!) {
+  run(id: $id) {
+    id
+    status
+    approvalDeadline
+  }
+}
+    `) as unknown as TypedDocumentString<RunApprovalQuery, RunApprovalQueryVariables>;
 export const RunsDocument = new TypedDocumentString(`
     query Runs($limit: Int = 20, $offset: Int = 0) {
   runs(limit: $limit, offset: $offset) {
