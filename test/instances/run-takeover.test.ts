@@ -66,6 +66,17 @@ async function waitForEnd(server: ServerProcess, id: string, timeoutMs = 30_000)
   }
 }
 
+/** One continuous trace of a one-call run taken over mid-call: the call in flight is made again, its CONTEXT and REQUEST are not stored twice, and its answer says it was sent again. */
+function expectOneCallMadeAgain(steps: Step[]): void {
+  expectWellFormedTrace(steps);
+  expect(steps.map((s) => [s.sequence, s.kind, s.resentAfterTakeover])).toEqual([
+    [1, 'CONTEXT', null],
+    [2, 'REQUEST', null],
+    [3, 'LLM', true],
+    [4, 'END', null],
+  ]);
+}
+
 function watch(url: string, id: string, afterSequence: number): { client: Client; steps: Step[]; done: Promise<void> } {
   const client = createClient({ url: url.replace(/^http/, 'ws'), webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${ADMIN_TOKEN}` }, retryAttempts: 0 });
   const steps: Step[] = [];
@@ -110,15 +121,7 @@ describe.each(testDialects)('run takeover after a crash (%s)', (dialect) => {
     servers.push(second);
     const run = await waitForEnd(second, id);
     expect(run).toMatchObject({ status: 'COMPLETED', terminationReason: 'completed', finalContent: 'Finished after the restart.' });
-    // One continuous trace: the call in flight is made again, its CONTEXT and REQUEST are not stored twice,
-    // and its answer says it was sent again.
-    expectWellFormedTrace(run.steps);
-    expect(run.steps.map((s) => [s.sequence, s.kind, s.resentAfterTakeover])).toEqual([
-      [1, 'CONTEXT', null],
-      [2, 'REQUEST', null],
-      [3, 'LLM', true],
-      [4, 'END', null],
-    ]);
+    expectOneCallMadeAgain(run.steps);
     expect(provider.requests).toHaveLength(2);
     // The same messages were sent again.
     expect(provider.requests[1]!.body.messages).toEqual(provider.requests[0]!.body.messages);
@@ -160,13 +163,7 @@ describe.each(testDialects)('run takeover after a crash (%s)', (dialect) => {
     );
     // The fence held: the trace is the survivor's alone, one END, and the owner sent nothing more.
     const run = await runOf(survivor, id);
-    expectWellFormedTrace(run.steps);
-    expect(run.steps.map((s) => [s.sequence, s.kind, s.resentAfterTakeover])).toEqual([
-      [1, 'CONTEXT', null],
-      [2, 'REQUEST', null],
-      [3, 'LLM', true],
-      [4, 'END', null],
-    ]);
+    expectOneCallMadeAgain(run.steps);
     expect(run).toMatchObject({ status: 'COMPLETED', finalContent: 'Finished by the survivor.' });
     expect(provider.requests).toHaveLength(2);
   }, 90_000);
