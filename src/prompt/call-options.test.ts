@@ -1,5 +1,5 @@
 import { phpObjectJson } from '../graphql/raw-json';
-import { phpJsonEncode, plainValueOf, phpValueOf, type PhpArray } from '../shared/php-json';
+import { phpJsonEncode, plainJsonText, plainValueOf, phpValueOf, type PhpArray } from '../shared/php-json';
 import { type CallOptionsInput, DEFAULT_TIMEOUT_SECONDS, buildCallOptions, effectiveTimeout, readOptions } from './call-options';
 
 type Configuration = CallOptionsInput['configuration'];
@@ -47,7 +47,7 @@ function buildPhp(input: BuildInput = {}): PhpArray {
   });
 }
 
-/** The options as a JavaScript object (ints as numbers). */
+/** The options as a JavaScript object (ints as numbers, bigints beyond 2^53). */
 function build(input: BuildInput = {}): Record<string, unknown> {
   return plainValueOf(buildPhp(input)) as Record<string, unknown>;
 }
@@ -201,6 +201,18 @@ describe('buildCallOptions: merging', () => {
     });
     expect(options.model).toBe('other');
     expect(options.system_prompt).toBe('From options.');
+  });
+
+  it('an integer beyond 2^53 in the options JSON keeps its digits, in nr_llm\'s JSON and in the plain options a run sends', () => {
+    const column = withOptionsColumn('{"seed":9007199254740993,"nested":{"ids":[-9007199254740993,7]}}');
+    expect(json({ configuration: column })).toContain('"seed":9007199254740993,"nested":{"ids":[-9007199254740993,7]}');
+    const options = build({ configuration: column });
+    expect(options.seed).toBe(9007199254740993n);
+    expect(options.nested).toEqual({ ids: [-9007199254740993n, 7] });
+    // Safe integers stay numbers for the code that reads them.
+    expect(options.max_tokens).toBe(1000);
+    expect(options.timeout).toBe(120);
+    expect(plainJsonText(options)).toContain('"seed":9007199254740993,"nested":{"ids":[-9007199254740993,7]}');
   });
 
   it('does not change its inputs', () => {

@@ -198,6 +198,7 @@ export class RunPreparer {
     const overrides: PhpArray = new Map();
     if (request.maxTokens != null) overrides.set('max_tokens', BigInt(Math.trunc(request.maxTokens)));
     if (request.temperature != null) overrides.set('temperature', request.temperature);
+    // plainValueOf: an option integer beyond 2^53 stays a bigint and reaches the wire body with its digits (plainJsonText).
     const callOptions = release ? withModel(plainValueOf(releaseCallOptions(release.callOptions, overrides, model)) as Record<string, unknown>, model) : callOptionsFor(configuration, model, activeSnippets!, overrides);
 
     const settings = provider ? this.providers.settingsFor(provider) : null;

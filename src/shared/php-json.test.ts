@@ -1,4 +1,4 @@
-import { isPhpList, phpArrayMerge, phpFloat, phpIntegerKey, phpJsonDecode, phpJsonEncode, phpValueOf, plainValueOf, type PhpArray } from './php-json';
+import { isPhpList, phpArrayMerge, phpFloat, phpIntegerKey, phpJsonDecode, phpJsonEncode, phpValueOf, plainJsonText, plainValueOf, type PhpArray } from './php-json';
 
 /** Decode, then encode with PHP's default flags. */
 const roundTrip = (text: string): string | null | undefined => {
@@ -180,7 +180,18 @@ describe('phpJsonEncode with the API\'s flags', () => {
 
 describe('plainValueOf', () => {
   it('gives numbers, arrays for lists and objects for other arrays', () => {
-    expect(plainValueOf(phpJsonDecode('{"a":9007199254740993,"l":["x"],"o":{"1":"y"},"e":[]}') as PhpArray)).toEqual({ a: 9007199254740992, l: ['x'], o: { 1: 'y' }, e: {} });
+    expect(plainValueOf(phpJsonDecode('{"a":9007199254740991,"l":["x"],"o":{"1":"y"},"e":[]}') as PhpArray)).toEqual({ a: 9007199254740991, l: ['x'], o: { 1: 'y' }, e: {} });
+  });
+
+  it('keeps an integer beyond ±(2^53 − 1) a bigint, and a safe one a number', () => {
+    const plain = plainValueOf(phpJsonDecode('{"seed":9007199254740993,"low":-9007199254740992,"max":9223372036854775807,"safe":9007199254740991,"negative":-9007199254740991,"l":[18446744073709551616,12345678901234567890123]}') as PhpArray) as Record<string, unknown>;
+    expect(plain.seed).toBe(9007199254740993n);
+    expect(plain.low).toBe(-9007199254740992n);
+    expect(plain.max).toBe(9223372036854775807n);
+    expect(plain.safe).toBe(9007199254740991);
+    expect(plain.negative).toBe(-9007199254740991);
+    // Beyond 64 bits PHP reads a float, and so does this module.
+    expect(plain.l).toEqual([2 ** 64, Number('12345678901234567890123')]);
   });
 
   it('keeps a "__proto__" key a plain key', () => {
@@ -193,5 +204,34 @@ describe('plainValueOf', () => {
   it('phpValueOf then plainValueOf gives the value back', () => {
     const value = { a: 1, b: 1.5, c: [true, null, 'x'], d: { e: 'f' } };
     expect(plainValueOf(phpValueOf(value))).toEqual(value);
+  });
+});
+
+describe('plainJsonText', () => {
+  it('writes a bigint as its digits, wherever it is', () => {
+    const options = plainValueOf(phpJsonDecode('{"model":"m","seed":9007199254740993,"temperature":0.5,"n":{"ids":[9223372036854775807,-9223372036854775808,1]}}') as PhpArray);
+    expect(plainJsonText(options)).toBe('{"model":"m","seed":9007199254740993,"temperature":0.5,"n":{"ids":[9223372036854775807,-9223372036854775808,1]}}');
+    expect(plainJsonText(12n)).toBe('12');
+    expect(plainJsonText([1n, 'x'])).toBe('[1,"x"]');
+  });
+
+  it('is JSON.stringify for a value without a bigint', () => {
+    const value = { a: 'pw-bigint-1:2', b: [1, 2.5, null, true], c: { d: undefined, e: '\u2028"' } };
+    expect(plainJsonText(value)).toBe(JSON.stringify(value));
+  });
+
+  it('leaves strings that look like numbers strings', () => {
+    expect(plainJsonText({ seed: 9007199254740993n, text: '9007199254740993' })).toBe('{"seed":9007199254740993,"text":"9007199254740993"}');
+  });
+
+  it('reads back through phpJsonDecode with the same integers', () => {
+    const text = '{"seed":9007199254740993,"list":[-9007199254740993]}';
+    expect(phpJsonEncode(phpJsonDecode(plainJsonText(plainValueOf(phpJsonDecode(text) as PhpArray))) as PhpArray)).toBe(text);
+  });
+
+  it('still refuses a cycle', () => {
+    const cyclic: Record<string, unknown> = { seed: 1n };
+    cyclic.self = cyclic;
+    expect(() => plainJsonText(cyclic)).toThrow(TypeError);
   });
 });

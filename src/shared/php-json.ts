@@ -26,6 +26,7 @@
  *
  * Pure functions, no I/O.
  */
+import crypto from 'node:crypto';
 
 /**
  * A PHP array: ordered keys (as strings), a list when they are "0", "1", … in
@@ -349,13 +350,16 @@ export function phpArrayMerge(...arrays: PhpArray[]): PhpArray {
 
 /**
  * The plain JavaScript form of a PHP value, for code that needs one (request
- * bodies, comparisons): integers become numbers (exact up to 2^53), a list
- * an array, any other array an object (where integer-like keys come first,
- * as JavaScript orders them). Lossy by nature; the exact form is
- * `phpJsonEncode`.
+ * bodies, comparisons): an integer within ±(2^53 − 1) becomes a number, a
+ * larger one stays a `bigint` so that it keeps its digits
+ * (`{"seed":9007199254740993}`); a list becomes an array, any other array an
+ * object (where integer-like keys come first, as JavaScript orders them).
+ * `JSON.stringify` refuses a `bigint`: write plain values with
+ * `plainJsonText`. Key order and the float/int distinction of whole floats
+ * are lost; the exact form is `phpJsonEncode`.
  */
 export function plainValueOf(value: PhpJsonValue): unknown {
-  if (typeof value === 'bigint') return Number(value);
+  if (typeof value === 'bigint') return plainInteger(value);
   if (!(value instanceof Map)) return value;
   if (value.size > 0 && isPhpList(value)) return [...value.values()].map(plainValueOf);
   const object: Record<string, unknown> = {};
@@ -364,6 +368,35 @@ export function plainValueOf(value: PhpJsonValue): unknown {
     Object.defineProperty(object, key, { value: plainValueOf(item), enumerable: true, writable: true, configurable: true });
   }
   return object;
+}
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** A PHP integer as a plain value: a number when that holds it exactly, else the `bigint` itself. */
+export function plainInteger(value: bigint): number | bigint {
+  return value <= MAX_SAFE && value >= -MAX_SAFE ? Number(value) : value;
+}
+
+const BIGINT_MARKER = `pw-bigint-${crypto.randomBytes(12).toString('hex')}:`;
+const QUOTED_BIGINT = new RegExp(`"${BIGINT_MARKER}(-?[0-9]+)"`, 'g');
+
+/**
+ * `JSON.stringify(value)` for plain values that may hold `bigint`s
+ * (`plainValueOf`): a `bigint` is written as its digits, a JSON number
+ * (Node 20 has no `JSON.rawJSON`). The one serializer for what carries call
+ * options: provider request bodies and the suspended state of a run. A
+ * value without a `bigint` costs one `JSON.stringify`; one with a `bigint`
+ * a second pass.
+ */
+export function plainJsonText(value: unknown): string {
+  try {
+    return JSON.stringify(value);
+  } catch (error) {
+    // JSON.stringify throws a TypeError on a bigint; anything else it throws for (a cycle) throws again below.
+    if (!(error instanceof TypeError)) throw error;
+  }
+  // The marker holds a per-process random part, so no string of the value can read as one.
+  return JSON.stringify(value, (_key, item: unknown) => (typeof item === 'bigint' ? BIGINT_MARKER + item.toString() : item)).replace(QUOTED_BIGINT, '$1');
 }
 
 /** Whether PHP encodes the array as a list: its keys are exactly "0", "1", … in order. */

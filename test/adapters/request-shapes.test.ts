@@ -332,6 +332,38 @@ describe('Ollama request', () => {
   });
 });
 
+describe('integers beyond 2^53 in the call options', () => {
+  // As plainValueOf hands them over: a bigint where a number would round (9007199254740993 → …992).
+  const SEED = 9007199254740993n;
+  const BIG = 9223372036854775807n;
+
+  it.each([
+    ['custom', openAiKit, ['"seed":9007199254740993', '"logit_bias":{"42":-9223372036854775807}', '"max_tokens":9223372036854775807']],
+    ['openai', openAiKit, ['"seed":9007199254740993', '"max_completion_tokens":9223372036854775807']],
+    ['groq', openAiKit, ['"seed":9007199254740993']],
+    ['openrouter', openAiKit, ['"seed":9007199254740993']],
+    ['mistral', openAiKit, ['"random_seed":9007199254740993', '"max_tokens":9223372036854775807']],
+    ['anthropic', anthropicKit, ['"top_k":9007199254740993', '"max_tokens":9223372036854775807']],
+    ['gemini', geminiKit, ['"seed":9007199254740993', '"topK":9007199254740993', '"maxOutputTokens":9223372036854775807']],
+    ['ollama', ollamaKit, ['"seed":9007199254740993', '"top_k":9007199254740993', '"num_predict":9223372036854775807']],
+  ] as const)('%s writes them with their digits, whole and streamed', async (adapterType, kit, expected) => {
+    const request = baseRequest({ tools: [] });
+    request.options = { ...request.options, seed: SEED, top_k: SEED, logit_bias: { 42: -BIG }, max_tokens: BIG };
+    const { sent } = await send(kit, request, {}, adapterType);
+    for (const text of expected) expect(sent.text).toContain(text);
+    const streamed = await sendStreaming(kit, request, adapterType);
+    for (const text of expected) expect(streamed.text).toContain(text);
+  });
+
+  it('safe numbers stay as they were', async () => {
+    const request = baseRequest({ tools: [] });
+    request.options = { ...request.options, seed: 9007199254740991, top_k: 40 };
+    const { sent, body } = await send(openAiKit, request, {}, 'custom');
+    expect(body).toMatchObject({ seed: 9007199254740991, top_k: 40, temperature: 0.2, max_tokens: 256 });
+    expect(sent.text).toContain('"seed":9007199254740991');
+  });
+});
+
 describe('endpoints', () => {
   const body = JSON.stringify(openAiKit.scenarios.text.body);
 

@@ -26,7 +26,8 @@ export interface Sampling {
   topP?: number;
   frequencyPenalty?: number;
   presencePenalty?: number;
-  maxTokens?: number;
+  /** A `bigint` when the option was an integer beyond 2^53: sent with its digits, as given. */
+  maxTokens?: number | bigint;
 }
 
 export function readSampling(options: CallOptions, warnings: string[]): Sampling {
@@ -39,8 +40,13 @@ export function readSampling(options: CallOptions, warnings: string[]): Sampling
   if (frequencyPenalty !== undefined && frequencyPenalty !== 0) sampling.frequencyPenalty = frequencyPenalty;
   const presencePenalty = numberOption(options, 'presence_penalty', warnings);
   if (presencePenalty !== undefined && presencePenalty !== 0) sampling.presencePenalty = presencePenalty;
-  const maxTokens = numberOption(options, 'max_tokens', warnings);
-  if (maxTokens !== undefined && maxTokens > 0) sampling.maxTokens = Math.floor(maxTokens);
+  const maxTokens = options.max_tokens;
+  if (typeof maxTokens === 'bigint') {
+    if (maxTokens > 0n) sampling.maxTokens = maxTokens;
+  } else {
+    const value = numberOption(options, 'max_tokens', warnings);
+    if (value !== undefined && value > 0) sampling.maxTokens = Math.floor(value);
+  }
   return sampling;
 }
 
@@ -48,7 +54,9 @@ export function readSampling(options: CallOptions, warnings: string[]): Sampling
  * The configuration's extra options a provider knows, renamed to its wire
  * names. `accepted` maps an option key to the wire key; `'any'` passes every
  * key unchanged (a custom OpenAI-compatible server may know anything). Keys
- * the provider does not know are not sent and produce a warning.
+ * the provider does not know are not sent and produce a warning. Values go
+ * as they are: an integer beyond 2^53 is a `bigint` and reaches the body
+ * with its digits (`HttpChatAdapter` writes it with `plainJsonText`).
  */
 export function passThrough(
   options: CallOptions,
@@ -77,10 +85,12 @@ export function acceptedKeys(sameName: readonly string[], renamed: ReadonlyArray
   return map;
 }
 
+/** A number option; an integer beyond 2^53 (a `bigint`) is read as the nearest number: these settings are compared and clamped. */
 function numberOption(options: CallOptions, key: string, warnings: string[]): number | undefined {
   const value = options[key];
   if (value === undefined || value === null) return undefined;
   if (typeof value === 'number' && Number.isFinite(value)) return value;
+  if (typeof value === 'bigint') return Number(value);
   warnings.push(`${key} must be a number and was not sent`);
   return undefined;
 }

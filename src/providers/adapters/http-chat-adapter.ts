@@ -6,6 +6,7 @@
  */
 import { z } from 'zod/v4';
 
+import { plainJsonText } from '../../shared/php-json';
 import { usableApiKey } from './credentials';
 import { ProviderConnectionError, ProviderError, ProviderResponseError, redactSecretsInJson } from './errors';
 import {
@@ -163,7 +164,8 @@ export abstract class HttpChatAdapter implements ChatAdapter {
     const post: HttpPost = {
       url: wire.url,
       headers: { ...this.customHeaders(), ...wire.headers },
-      body: JSON.stringify(wire.body),
+      // Exact digits for an option integer beyond 2^53 (a bigint, see plainValueOf).
+      body: plainJsonText(wire.body),
       deadlines: callDeadlines(request.options.timeout, this.settings.apiTimeout),
       ...(request.signal === undefined ? {} : { signal: request.signal }),
     };

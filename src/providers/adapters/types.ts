@@ -43,12 +43,17 @@ export interface CallOptions {
   top_p?: number;
   frequency_penalty?: number;
   presence_penalty?: number;
-  max_tokens?: number;
+  /** A `bigint` beyond 2^53, as every integer option there (`plainValueOf`). */
+  max_tokens?: number | bigint;
   /** Seconds before the call is aborted. */
   timeout?: number;
   /** Keep the decoded provider body on the result. Off unless an administrator asked. */
   captureRaw?: boolean;
-  /** Anything else from the configuration's `options` JSON, passed through where a provider knows it. */
+  /**
+   * Anything else from the configuration's `options` JSON, passed through
+   * where a provider knows it. An integer beyond ±(2^53 − 1) is a `bigint`
+   * (`plainValueOf`), so it keeps its digits; `plainJsonText` writes it.
+   */
   [key: string]: unknown;
 }
 

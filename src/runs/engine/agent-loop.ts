@@ -29,6 +29,7 @@ import type {
 } from '../../providers/adapters/types';
 import { estimateCost, type ModelPrices } from '../../providers/cost';
 import { composeSnippets } from '../../prompt/snippet-text';
+import { plainJsonText } from '../../shared/php-json';
 import { ToolInputError, toToolDefinition, type ToolRegistration, type ToolRegistry } from '../tools/tool-registry';
 import { contextBudget, fitContext, type ContextBudget } from './context-window';
 import type {
@@ -484,7 +485,8 @@ class AgentLoopRun {
           break;
         case 'ask_approval': {
           const deadlineAt = approvalDeadline(Math.floor(Date.now() / 1000), this.input.approvalTimeoutSeconds);
-          const suspendedState = JSON.stringify(
+          // plainJsonText: an option integer beyond 2^53 is a bigint; TYPO3 reads its digits as PHP's int.
+          const suspendedState = plainJsonText(
             suspendedStateOf(this.progress, action.calls, { allowList: this.input.tools.allowList ?? null, callOptions: this.callOptions }),
           );
           await this.record(
