@@ -11,14 +11,14 @@ import type { ConfigurationState } from '../prompt-history/version-state';
 import { BadUserInputError, ConflictError, ForbiddenError } from '../shared/errors';
 import { unixNow } from '../shared/time';
 import { SkillEntity } from '../skills/skill.entity';
-import { parseMetadataForWrite, readJsonObject } from '../prompt/snippet-metadata';
+import { parseMetadataForWrite } from '../prompt/snippet-metadata';
 import { parseSelectionTags, validateTagsForWrite } from '../prompt/tags';
 import { checkFilterTags, checkSearch } from '../snippets/snippet.service';
 import type { TaggedListPageRequest } from '../snippets/tag-match-sql';
 import { ConfigurationSkillEntity } from './configuration-skill.entity';
 import { ConfigurationEntity } from './configuration.entity';
 import { CONFIGURATION_KEY_KINDS, CONFIGURATION_LIST, type ConfigurationRepository, type ListedConfiguration } from './configuration.repository';
-import { adminOnlyOptionChanged, EDITOR_OPTION_KEYS } from './editor-options';
+import { adminOnlyOptionChanged, EDITOR_OPTION_KEYS, optionEntries } from './editor-options';
 
 export interface ConfigurationWrite {
   identifier?: string;
@@ -312,7 +312,7 @@ export class ConfigurationService {
         changes.options = options.json;
       }
       if (!writer.mayChangeAdminOptions) {
-        const key = adminOnlyOptionChanged(readJsonObject(row.options), readJsonObject(changes.options ?? null));
+        const key = adminOnlyOptionChanged(optionEntries(row.options), optionEntries(changes.options ?? null));
         if (key !== null) {
           throw new ForbiddenError(`options.${key} is set by an ADMIN only; an EDITOR may set ${EDITOR_OPTION_KEYS.join(', ')}`, 'options');
         }

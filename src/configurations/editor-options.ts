@@ -1,3 +1,5 @@
+import { phpJsonDecode, phpJsonEncode, type PhpArray, type PhpJsonValue } from '../shared/php-json';
+
 /**
  * Which keys of a configuration's `options` JSON an EDITOR may set.
  *
@@ -22,11 +24,34 @@ export const EDITOR_OPTION_KEYS: readonly string[] = [
   'reasoning_effort',
 ];
 
-/** The first key an EDITOR may not change between `before` and `after`, or null when the write is the EDITOR's to make. */
-export function adminOnlyOptionChanged(before: Record<string, unknown>, after: Record<string, unknown>): string | null {
-  for (const key of new Set([...Object.keys(before), ...Object.keys(after)])) {
+/**
+ * The `options` column as the EDITOR check reads it: the entries of a JSON
+ * object, with PHP's values (an integer beyond 2^53 keeps its digits, `1.0`
+ * stays a float); anything else (no text, invalid JSON, a list, a scalar)
+ * reads as no entries.
+ */
+export function optionEntries(text: string | null | undefined): PhpArray {
+  if (text === null || text === undefined || !/^[ \t\n\r]*\{/.test(text)) return new Map();
+  const decoded = phpJsonDecode(text);
+  return decoded instanceof Map ? decoded : new Map();
+}
+
+/**
+ * The first key an EDITOR may not change between `before` and `after`, or
+ * null when the write is the EDITOR's to make. Values are compared as
+ * nr_llm sends them (`phpJsonEncode`), so `9007199254740993` and
+ * `9007199254740992` are two values, as they are on the wire.
+ */
+export function adminOnlyOptionChanged(before: PhpArray, after: PhpArray): string | null {
+  for (const key of new Set([...before.keys(), ...after.keys()])) {
     if (EDITOR_OPTION_KEYS.includes(key)) continue;
-    if (!(key in before) || !(key in after) || JSON.stringify(before[key]) !== JSON.stringify(after[key])) return key;
+    const was = before.get(key);
+    const is = after.get(key);
+    if (was === undefined || is === undefined || exactText(was) !== exactText(is)) return key;
   }
   return null;
+}
+
+function exactText(value: PhpJsonValue): string | null {
+  return phpJsonEncode(value, { preserveZeroFraction: true, unescapedSlashes: true, unescapedUnicode: true });
 }

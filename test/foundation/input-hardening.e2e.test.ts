@@ -100,6 +100,13 @@ describe.each(testDialects)('input stored as sent, limits as the column counts (
     expect(renamed.errors).toBeUndefined();
     const byAdmin = await t.ok<{ updateConfiguration: { options: unknown } }>(update, { uid: configuration.uid, input: { options: { model: 'other' } } });
     expect(byAdmin.updateConfiguration.options).toEqual({ model: 'other' });
+
+    // Compared with their digits: an ADMIN's integer beyond 2^53 is not the number JavaScript rounds it to.
+    await t.ok(update, { uid: configuration.uid, input: { options: '{"model":"other","budget":9007199254740993}' } });
+    const rounded = await t.gql(update, { uid: configuration.uid, input: { options: '{"model":"other","budget":9007199254740992}' } }, editor);
+    expect(rounded.errors?.[0]?.extensions).toEqual({ code: 'FORBIDDEN', field: 'options' });
+    const kept = await t.gqlText(update, { uid: configuration.uid, input: { options: '{"model":"other","budget":9007199254740993,"seed":9007199254740995}' } }, editor);
+    expect(kept).toBe('{"data":{"updateConfiguration":{"options":{"model":"other","budget":9007199254740993,"seed":9007199254740995}}}}\n');
   });
 });
 
