@@ -1,5 +1,5 @@
 import { createClient } from 'graphql-ws';
-import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import { memo, useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { flushSync } from 'react-dom';
 import { CancelRunDocument, RunDeltasDocument, RunDocument, watchRun, type RunDeltasSubscription, type RunQuery, type RunStep } from '../../../src/client';
 import { FINISHED_STATUSES, formatCost, formatDuration, formatTokens, runDurationMs } from '../shared/format';
@@ -43,6 +43,42 @@ function totals(steps: readonly RunStep[]) {
   return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens, cost, rounds, durationMs };
 }
 
+/** Cards per block of the list (see StepBlocks). */
+const BLOCK_SIZE = 100;
+
+/** One block of cards; a full block is the same array from commit to commit, so React skips it. */
+const StepBlock = memo(function StepBlock({ steps }: { steps: readonly RunStep[] }) {
+  return steps.map((step) => <StepCard key={step.sequence} step={step} />);
+});
+
+/**
+ * The cards, in blocks of BLOCK_SIZE: a commit that adds steps to a run of
+ * thousands compares a few dozen blocks instead of every card. Blocks are
+ * fragments, so the cards stay the list's direct children.
+ */
+function StepBlocks({ steps }: { steps: readonly RunStep[] }) {
+  const previous = useRef<readonly (readonly RunStep[])[]>([]);
+  const blocks = useMemo(() => {
+    const next: (readonly RunStep[])[] = [];
+    for (let start = 0; start < steps.length; start += BLOCK_SIZE) {
+      const end = Math.min(steps.length, start + BLOCK_SIZE);
+      const kept = previous.current[next.length];
+      next.push(kept && kept.length === end - start && kept[0] === steps[start] && kept[kept.length - 1] === steps[end - 1] ? kept : steps.slice(start, end));
+    }
+    return next;
+  }, [steps]);
+  useEffect(() => {
+    previous.current = blocks;
+  }, [blocks]);
+  return (
+    <div className="steps">
+      {blocks.map((block) => (
+        <StepBlock key={block[0]!.sequence} steps={block} />
+      ))}
+    </div>
+  );
+}
+
 export function RunPage({ id }: { id: string }) {
   const [run, setRun] = useState<Run | null>(null);
   const [problem, setProblem] = useState<string | null>(null);
@@ -52,6 +88,7 @@ export function RunPage({ id }: { id: string }) {
   const [cancelling, setCancelling] = useState(false);
   const pending = useRef<RunStep[]>([]);
   const flushScheduled = useRef(false);
+  const reconnecting = useRef(false);
 
   const loadRun = useCallback(async () => {
     try {
@@ -93,9 +130,16 @@ export function RunPage({ id }: { id: string }) {
           token,
           runId: id,
           signal: controller.signal,
-          onReconnect: ({ afterSequence, reason }) => setConnection(`Reconnecting after step ${afterSequence} (${reason})…`),
+          onReconnect: ({ afterSequence, reason }) => {
+            reconnecting.current = true;
+            setConnection(`Reconnecting after step ${afterSequence} (${reason})…`);
+          },
         })) {
-          setConnection(null);
+          // Cleared by the first step after a reconnection, not set again for every step.
+          if (reconnecting.current) {
+            reconnecting.current = false;
+            setConnection(null);
+          }
           enqueue(step);
           if (step.kind === 'END') {
             setLive(null);
@@ -207,11 +251,7 @@ export function RunPage({ id }: { id: string }) {
           <pre>{run.finalContent}</pre>
         </div>
       )}
-      <div className="steps">
-        {steps.map((step) => (
-          <StepCard key={step.sequence} step={step} />
-        ))}
-      </div>
+      <StepBlocks steps={steps} />
       {pendingCalls.length > 0 && <ApprovalCard key={lastStep!.sequence} runId={id} calls={pendingCalls} onProblem={setProblem} />}
       {!finished && pendingCalls.length === 0 && (
         <article className="step streaming" aria-live="polite">

@@ -1,4 +1,4 @@
-import { memo, useState } from 'react';
+import { memo, useState, type ReactNode } from 'react';
 import type { RunStep } from '../../../src/client';
 import { formatCost, formatDuration, formatTokens } from '../shared/format';
 
@@ -10,11 +10,12 @@ function Messages({ messages }: { messages: readonly Message[] }) {
       {messages.map((message, index) => (
         <li key={index} className={`message role-${message.role}`}>
           <span className="role">{message.role}</span>
-          {message.toolCallId && <span className="muted"> (for {message.toolCallId})</span>}
+          {message.toolCallId && <span className="muted">{` (for ${message.toolCallId})`}</span>}
           {message.content && <pre>{message.content}</pre>}
           {message.toolCalls?.map((call) => (
             <pre key={call.id}>
-              → {call.name}({JSON.stringify(call.arguments)}) <span className="muted">{call.id}</span>
+              {`→ ${call.name}(${JSON.stringify(call.arguments)}) `}
+              <span className="muted">{call.id}</span>
             </pre>
           ))}
         </li>
@@ -68,10 +69,7 @@ function StepBody({ step }: { step: RunStep }) {
               <span className="muted">none</span>
             )}
           </p>
-          <details>
-            <summary>{step.messagesSent?.length ?? 0} messages sent</summary>
-            <Messages messages={step.messagesSent ?? []} />
-          </details>
+          <Collapsed summary={`${step.messagesSent?.length ?? 0} messages sent`}>{() => <Messages messages={step.messagesSent ?? []} />}</Collapsed>
         </>
       );
     case 'LLM':
@@ -86,7 +84,7 @@ function StepBody({ step }: { step: RunStep }) {
           {step.content && <pre className="content">{step.content}</pre>}
           {step.requestedToolCalls?.map((call) => (
             <pre key={call.id} className="tool-request">
-              → {call.name}({JSON.stringify(call.arguments)})
+              {`→ ${call.name}(${JSON.stringify(call.arguments)})`}
             </pre>
           ))}
           <dl className="facts">
@@ -103,7 +101,7 @@ function StepBody({ step }: { step: RunStep }) {
         <>
           <p>
             <code>{step.toolName}</code>
-            <span className="muted"> {step.toolCallId}</span>
+            <span className="muted">{` ${step.toolCallId ?? ''}`}</span>
           </p>
           <pre>{JSON.stringify(step.toolArguments, null, 2)}</pre>
           <pre className={step.toolIsError ? 'tool-result error' : 'tool-result'}>{step.toolResult}</pre>
@@ -134,24 +132,38 @@ function GenericFields({ step }: { step: RunStep }) {
   );
 }
 
-function StepJson({ step }: { step: RunStep }) {
+/**
+ * A closed <details> whose body is built only once it is opened: a long
+ * run's REQUEST steps carry the whole transcript (thousands of messages
+ * each), and every card has its JSON; neither costs anything until asked for.
+ */
+function Collapsed({ summary, className, children }: { summary: string; className?: string; children: () => ReactNode }) {
   const [open, setOpen] = useState(false);
   return (
-    <details className="json" onToggle={(event) => setOpen((event.target as HTMLDetailsElement).open)}>
-      <summary>JSON</summary>
-      {open && <pre>{JSON.stringify(step, null, 2)}</pre>}
+    <details className={className} onToggle={(event) => setOpen((event.currentTarget as HTMLDetailsElement).open)}>
+      <summary>{summary}</summary>
+      {open && children()}
     </details>
   );
 }
 
+function StepJson({ step }: { step: RunStep }) {
+  return (
+    <Collapsed summary="JSON" className="json">
+      {() => <pre>{JSON.stringify(step, null, 2)}</pre>}
+    </Collapsed>
+  );
+}
+
+// Text is given as one string wherever JSX would split it (`#{n}` is two text nodes): a long run has thousands of cards.
 export const StepCard = memo(function StepCard({ step }: { step: RunStep }) {
   const kind = String(step.kind);
   return (
     <article className={`step kind-${kind.toLowerCase()}`} data-step-sequence={step.sequence} data-step-kind={kind}>
       <header>
-        <span className="sequence">#{step.sequence}</span>
+        <span className="sequence">{`#${step.sequence}`}</span>
         <span className="kind">{kind}</span>
-        <span className="muted">round {step.round}</span>
+        <span className="muted">{`round ${step.round}`}</span>
         <span className="muted right">{formatDuration(step.durationMs)}</span>
       </header>
       <StepBody step={step} />
