@@ -10,7 +10,10 @@
  * - a live run: for each step, the time from its WebSocket message arriving
  *   in the page to its card being in the DOM (p50, p99, max).
  *
- *     npm run build && node dist/bench/console-render.js
+ * The server runs in this process, so run it as the service is deployed
+ * (the Docker image sets NODE_ENV=production; graphql-js checks more without it):
+ *
+ *     npm run build && NODE_ENV=production node dist/bench/console-render.js
  */
 import 'reflect-metadata';
 import fs from 'node:fs';
@@ -99,6 +102,7 @@ function percentile(values: number[], p: number): number {
 }
 
 async function main(): Promise<void> {
+  const loadBefore = os.loadavg().map((value) => round(value, 2));
   buildConsole(false);
   const sizes = Object.fromEntries(
     ['index.html', 'playground.html'].map((html) => {
@@ -186,6 +190,9 @@ async function main(): Promise<void> {
     for (const [, arrived, shown] of pairs) live.push(shown! - arrived!);
 
     const result = {
+      measuredAt: new Date().toISOString(),
+      nodeEnv: process.env.NODE_ENV ?? '',
+      loadAverage: { before: loadBefore, after: os.loadavg().map((value) => round(value, 2)) },
       sizes,
       workerGzipKb,
       finishedRun: { steps: bigSteps, renderMs: renders, medianMs: percentile(renders, 50), graphqlRequests: replays },
