@@ -2,13 +2,14 @@
  * What OpenTelemetry tracing costs, as ratios against the same service
  * without it, measured in the same run.
  *
- * Five servers run side by side in this process, each on its own database,
- * the same in everything but their OTEL_* variables:
+ * Five servers, each in its own process (bench/tracing-overhead-server) on its
+ * own SQLite database, the same in everything but their OTEL_* variables:
  *   - baseline: no OTEL_* variables at all;
  *   - no endpoint: OTEL_SERVICE_NAME, a sampler and message capture set, but
  *     no OTEL_EXPORTER_OTLP_ENDPOINT. The tracing module is then never loaded,
- *     so this runs the same code as the baseline: the ratio shows what
- *     "costs nothing" looks like amid this machine's noise;
+ *     so this runs the same code as the baseline: its ratio, with its
+ *     confidence interval, shows what "costs nothing" looks like amid this
+ *     machine's noise (the control);
  *   - sampled out: an endpoint, but OTEL_TRACES_SAMPLER=always_off: the SDK is
  *     loaded and asked for every span, none is recorded or sent;
  *   - exporting: OTEL_EXPORTER_OTLP_ENDPOINT pointing at a local OTLP/HTTP
@@ -17,51 +18,60 @@
  *   - exporting with content: the same with
  *     OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true (every chat span
  *     carries the messages sent, as JSON).
+ * Metrics (`/metrics` and its per-request hooks) are on in every variant.
  *
- * The work is interleaved finely so that the machine's load (other processes
- * on a shared 2-core machine) falls on all of them alike:
- *   - run: one run on each server in turn, BENCH_RUNS times: RunService.start
- *     → END published on the trace bus, ROUNDS rounds against a zero-latency
- *     scripted provider (4 × CONTEXT REQUEST LLM TOOL, CONTEXT REQUEST LLM,
- *     END = 20 steps, 10 spans with the exporting server);
- *   - list: `snippets(limit: 50)` over HTTP, one burst of BENCH_BURST_SECONDS
- *     (autocannon, 20 connections) on each server in turn, BENCH_BURSTS times;
- *     the ratio is the median of each round's variant ÷ baseline.
+ * One process per server, so one server's garbage, JIT and background export
+ * never land in another's measurement; the load generator (autocannon) and
+ * the bench's bookkeeping run in this process. Processes are not pinned to
+ * cores: the machine is shared, and pinning would only choose which
+ * neighbour each server competes with.
+ *
+ * Only one server works at a time, and the work is interleaved finely so that
+ * the machine's load (other processes on a shared 2-core machine) falls on all
+ * of them alike. Each round visits every server once, in a fresh random order
+ * (fixed seed, so the same orders every time): no variant always comes first
+ * or always follows the same one (a rotation would keep the same neighbours,
+ * and a burst's export tail or garbage would always fall on the same one).
+ *   - run: per round, one run on each server: RunService.start → END
+ *     published on the trace bus, ROUNDS rounds against a zero-latency scripted
+ *     provider (4 × CONTEXT REQUEST LLM TOOL, CONTEXT REQUEST LLM, END = 20
+ *     steps, 10 spans with an exporting server), timed inside the server's
+ *     process. BENCH_RUNS rounds.
+ *   - list: per round, one burst of `snippets(limit: 50)` over HTTP
+ *     (autocannon, 20 connections, BENCH_BURST_SECONDS) on each server, then
+ *     SETTLE_MS of quiet (longer than the exporters' 200 ms schedule delay, so
+ *     a burst's last spans are encoded and sent before the next server's burst
+ *     starts). Throughput is completed requests ÷ the burst's duration; beside
+ *     it, the server process's CPU time per request, read before the burst and
+ *     after the quiet, so it includes the export of the burst's spans.
+ *     BENCH_BURSTS rounds.
+ * Every figure is paired: a round's variant ÷ the same round's baseline. The
+ * table gives the median of those paired ratios and its distribution-free 95 %
+ * confidence interval (order statistics of the binomial, no assumption about
+ * the shape of the noise). A target of "at most 5 % slower" is met when the
+ * interval's slow end is within 5 % (run ≤ 1.05×, list ≥ 0.952×); the control
+ * shows how wide "no difference" is on the day.
  *
  * Run: `npm run build && NODE_ENV=production node dist/bench/tracing-overhead.js`
- * (BENCH_RUNS, BENCH_BURSTS, BENCH_BURST_SECONDS override 200, 10, 2.)
+ * (BENCH_RUNS, BENCH_BURSTS, BENCH_BURST_SECONDS override 200, 30, 1).
+ * BENCH_COMPARE_BUILD=<another build's dist directory> adds a sixth server,
+ * "exporting, other build": the exporting variant run from that build, to
+ * compare two versions of the code in one run (e.g. `git worktree` or
+ * `tsc --outDir dist-before` of the older commit).
  */
-import { fork } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
-import { createScriptedAdapter, type ScriptedReply } from '../src/runs/engine/scripted-adapter';
-import type { BusListener } from '../src/runs/trace-bus';
-import type { RunningServer } from '../src/server';
-import { load, round, writeResult } from './bench-support';
-import {
-  BENCH_CALLER,
-  RUNS_BENCH_TOKEN,
-  createScratchDatabase,
-  markdownTable,
-  seedRunConfiguration,
-  startRunsServer,
-  stats,
-  traceBusOf,
-  withDeadline,
-  type ScratchDatabase,
-} from './runs-support';
+import autocannon from 'autocannon';
+import { round, writeResult } from './bench-support';
+import { RUNS_BENCH_TOKEN, markdownTable, sleep, stats } from './runs-support';
+import { ROUNDS } from './tracing-overhead-server';
 
-const ROUNDS = 5;
 const WARMUP_RUNS = 10;
+const WARMUP_BURSTS = 1;
+const SETTLE_MS = 400;
+const CONNECTIONS = 20;
 
-type VariantName = 'baseline' | 'no endpoint' | 'sampled out' | 'exporting' | 'exporting with content';
-
-function script(): ScriptedReply[] {
-  const replies: ScriptedReply[] = [];
-  for (let r = 1; r < ROUNDS; r += 1) replies.push({ toolCalls: [{ name: 'calculator', arguments: { expression: `${r} * 21 + 7` } }], usage: [120 + 30 * r, 14] });
-  replies.push({ content: 'All the intermediate results are computed; the final value is 112.', usage: [120 + 30 * ROUNDS, 18] });
-  return replies;
-}
+type VariantName = 'baseline' | 'no endpoint' | 'sampled out' | 'exporting' | 'exporting with content' | 'exporting, other build';
 
 /** A collector in its own process that accepts every export and keeps only counts (bench/otlp-receiver). */
 async function startReceiver(): Promise<{ url: string; counts: () => Promise<{ requests: number; bytes: number }>; close: () => Promise<void> }> {
@@ -90,108 +100,194 @@ async function startReceiver(): Promise<{ url: string; counts: () => Promise<{ r
   };
 }
 
+interface ServerProcess {
+  variant: VariantName;
+  url: string;
+  ask<T>(message: { type: string }, answer: string): Promise<T>;
+  stop(): Promise<void>;
+}
+
+async function startServerProcess(variant: VariantName, env: Record<string, string>, build = path.join(__dirname, '..')): Promise<ServerProcess> {
+  const child: ChildProcess = fork(path.join(build, 'bench', 'tracing-overhead-server.js'), [JSON.stringify(env)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const ask = <T>(message: { type: string }, answer: string) =>
+    new Promise<T>((resolve, reject) => {
+      const onMessage = (reply: { type: string; message?: string }) => {
+        if (reply.type !== answer && reply.type !== 'error') return;
+        child.off('message', onMessage);
+        child.off('exit', onExit);
+        if (reply.type === 'error') reject(new Error(`${variant}: ${reply.message}`));
+        else resolve(reply as T);
+      };
+      const onExit = (code: number | null) => reject(new Error(`the ${variant} server exited with ${code}`));
+      child.on('message', onMessage);
+      child.once('exit', onExit);
+      if (message.type !== 'ready') child.send(message);
+    });
+  const { url } = await ask<{ url: string }>({ type: 'ready' }, 'ready');
+  return {
+    variant,
+    url,
+    ask,
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.send({ type: 'stop' });
+      }),
+  };
+}
+
+const median = (values: readonly number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const n = sorted.length;
+  return n === 0 ? Number.NaN : n % 2 ? sorted[(n - 1) / 2]! : (sorted[n / 2 - 1]! + sorted[n / 2]!) / 2;
+};
+
+/**
+ * The median's distribution-free 95 % confidence interval: [x(r), x(n−r+1)]
+ * with the largest r for which 2·P(Binomial(n, ½) ≤ r−1) ≤ 0.05.
+ */
+export function medianInterval(values: readonly number[]): [number, number] {
+  const sorted = [...values].sort((a, b) => a - b);
+  const n = sorted.length;
+  if (n < 6) return [Number.NaN, Number.NaN];
+  let r = 0;
+  if (n <= 1000) {
+    let pmf = 0.5 ** n; // P(B = 0)
+    let cdf = pmf;
+    // cdf = P(B ≤ r) on entry to each turn
+    while (2 * cdf <= 0.05) {
+      r += 1;
+      pmf = (pmf * (n - r + 1)) / r;
+      cdf += pmf;
+    }
+  } else {
+    r = Math.floor(n / 2 - 0.98 * Math.sqrt(n));
+  }
+  // r is now the largest value with 2·P(B ≤ r−1) ≤ 0.05.
+  return [sorted[r - 1]!, sorted[n - r]!];
+}
+
+function pairedSummary(values: readonly number[], baseline: readonly number[]) {
+  const ratios = values.map((value, index) => value / (baseline[index] ?? Number.NaN));
+  const [low, high] = medianInterval(ratios);
+  return { median: round(median(ratios), 3), low: round(low, 3), high: round(high, 3) };
+}
+
+/** A fixed-seed generator (mulberry32), so every run of the bench visits the servers in the same orders. */
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A fresh random order per round (Fisher–Yates): every server comes at every place and after every other equally often, on average. */
+function shuffled<T>(items: readonly T[], random: () => number): T[] {
+  const order = [...items];
+  for (let i = order.length - 1; i > 0; i -= 1) {
+    const j = Math.floor(random() * (i + 1));
+    [order[i], order[j]] = [order[j]!, order[i]!];
+  }
+  return order;
+}
+
 export async function runTracingOverhead(): Promise<void> {
   const runs = Number(process.env.BENCH_RUNS ?? 200);
-  const bursts = Number(process.env.BENCH_BURSTS ?? 10);
-  const burstSeconds = Number(process.env.BENCH_BURST_SECONDS ?? 2);
+  const bursts = Number(process.env.BENCH_BURSTS ?? 30);
+  const burstSeconds = Number(process.env.BENCH_BURST_SECONDS ?? 1);
   const receiver = await startReceiver();
-  const environments: Record<VariantName, Record<string, string>> = {
+  const exporting = {
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+    OTEL_SERVICE_NAME: 'promptwire-bench',
+    OTEL_TRACES_SAMPLER: 'always_on',
+    OTEL_BSP_SCHEDULE_DELAY: '200',
+    OTEL_BSP_MAX_QUEUE_SIZE: '65536',
+  };
+  const otherBuild = process.env.BENCH_COMPARE_BUILD ? path.resolve(process.env.BENCH_COMPARE_BUILD) : null;
+  const environments: Partial<Record<VariantName, Record<string, string>>> = {
     baseline: {},
     'no endpoint': { OTEL_SERVICE_NAME: 'promptwire-bench', OTEL_TRACES_SAMPLER: 'always_on', OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true' },
     'sampled out': { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'always_off' },
-    exporting: {
-      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
-      OTEL_SERVICE_NAME: 'promptwire-bench',
-      OTEL_TRACES_SAMPLER: 'always_on',
-      OTEL_BSP_SCHEDULE_DELAY: '200',
-      OTEL_BSP_MAX_QUEUE_SIZE: '65536',
-    },
-    'exporting with content': {
-      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
-      OTEL_SERVICE_NAME: 'promptwire-bench',
-      OTEL_TRACES_SAMPLER: 'always_on',
-      OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true',
-      OTEL_BSP_SCHEDULE_DELAY: '200',
-      OTEL_BSP_MAX_QUEUE_SIZE: '65536',
-    },
+    exporting,
+    'exporting with content': { ...exporting, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true' },
+    ...(otherBuild ? { 'exporting, other build': exporting } : {}),
   };
   const variants = Object.keys(environments) as VariantName[];
-  const servers: { variant: VariantName; database: ScratchDatabase; server: RunningServer; configuration: string }[] = [];
+  const servers: ServerProcess[] = [];
   const runMs = new Map<VariantName, number[]>(variants.map((variant) => [variant, []]));
   const listRates = new Map<VariantName, number[]>(variants.map((variant) => [variant, []]));
+  const listCpu = new Map<VariantName, number[]>(variants.map((variant) => [variant, []]));
   let listErrors = 0;
   let exported = { requests: 0, bytes: 0 };
+  const body = JSON.stringify({ query: '{ snippets(limit: 50) { uid identifier name tags snippet isActive } }' });
+  const burst = async (server: ServerProcess): Promise<{ rate: number; cpuMicrosPerRequest: number }> => {
+    const before = await server.ask<{ micros: number }>({ type: 'cpu' }, 'cpu');
+    const result = await autocannon({
+      url: server.url,
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${RUNS_BENCH_TOKEN}` },
+      connections: CONNECTIONS,
+      duration: burstSeconds,
+    });
+    await sleep(SETTLE_MS);
+    const after = await server.ask<{ micros: number }>({ type: 'cpu' }, 'cpu');
+    listErrors += result.errors + result.timeouts + result.non2xx;
+    return { rate: result.requests.total / result.duration, cpuMicrosPerRequest: (after.micros - before.micros) / Math.max(1, result.requests.total) };
+  };
   try {
-    for (const variant of variants) {
-      const database = await createScratchDatabase('sqlite');
-      const server = await startRunsServer(database, { runs: { adapterFactory: () => createScriptedAdapter(script()) } }, environments[variant]);
-      servers.push({ variant, database, server, configuration: await seedRunConfiguration(server.services) });
-    }
-    const oneRun = async ({ server, configuration }: (typeof servers)[number]): Promise<number> => {
-      const bus = traceBusOf(server.services.runs);
-      const started = performance.now();
-      const view = await server.services.runs.start({ configuration, prompt: 'Compute the values step by step with the calculator.', tools: ['calculator'], maxRounds: ROUNDS, stream: false }, BENCH_CALLER);
-      let resolveEnd!: () => void;
-      const ended = new Promise<void>((resolve) => (resolveEnd = resolve));
-      const listener: BusListener = (message) => {
-        if (message.type === 'step' && message.step.kind === 'end') resolveEnd();
-      };
-      const unsubscribe = bus.subscribe(view.row.uuid, listener);
-      try {
-        await withDeadline(ended, 30_000, `END of run ${view.row.uuid}`);
-      } finally {
-        unsubscribe();
-      }
-      return performance.now() - started;
-    };
-    for (let i = 0; i < WARMUP_RUNS; i += 1) for (const entry of servers) await oneRun(entry);
-    for (let i = 0; i < runs; i += 1) {
-      // The order rotates, so no variant always follows the same one.
-      for (let k = 0; k < servers.length; k += 1) {
-        const entry = servers[(i + k) % servers.length]!;
-        runMs.get(entry.variant)!.push(await oneRun(entry));
-      }
-    }
-    const body = JSON.stringify({ query: '{ snippets(limit: 50) { uid identifier name tags snippet isActive } }' });
+    for (const variant of variants) servers.push(await startServerProcess(variant, environments[variant]!, variant === 'exporting, other build' ? (otherBuild ?? undefined) : undefined));
+    const oneRun = async (server: ServerProcess) => (await server.ask<{ ms: number }>({ type: 'run' }, 'run')).ms;
+    const random = seededRandom(14);
+    for (let i = 0; i < WARMUP_RUNS; i += 1) for (const server of shuffled(servers, random)) await oneRun(server);
+    // Each variant's list holds one value per round, so index i pairs it with the baseline's of the same round.
+    for (let i = 0; i < runs; i += 1) for (const server of shuffled(servers, random)) runMs.get(server.variant)!.push(await oneRun(server));
+    for (let i = 0; i < WARMUP_BURSTS; i += 1) for (const server of servers) await burst(server);
     for (let b = 0; b < bursts; b += 1) {
-      for (let k = 0; k < servers.length; k += 1) {
-        const entry = servers[(b + k) % servers.length]!;
-        const result = await load(entry.server.url, body, { authorization: `Bearer ${RUNS_BENCH_TOKEN}` }, burstSeconds, 20);
-        listRates.get(entry.variant)!.push(result.requestsPerSecond);
-        listErrors += result.errors + result.non2xx;
+      for (const server of shuffled(servers, random)) {
+        const { rate, cpuMicrosPerRequest } = await burst(server);
+        listRates.get(server.variant)!.push(rate);
+        listCpu.get(server.variant)!.push(cpuMicrosPerRequest);
       }
       console.log(`list round ${b + 1}: ${variants.map((variant) => `${variant} ${round(listRates.get(variant)!.at(-1)!, 0)}`).join(', ')} req/s`);
     }
   } finally {
-    for (const { server, database } of servers) {
-      await server.stop();
-      await database.cleanup();
-    }
+    for (const server of servers) await server.stop();
     exported = await receiver.counts();
     await receiver.close();
   }
 
-  const median = (values: readonly number[]) => {
-    const sorted = [...values].sort((a, b) => a - b);
-    return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
-  };
-  const baselineRuns = stats(runMs.get('baseline')!);
-  const baselineRates = listRates.get('baseline')!;
+  const baselineRuns = runMs.get('baseline')!;
+  const baselineRunStats = stats(baselineRuns);
   const rows = variants.map((variant) => {
     const run = stats(runMs.get(variant)!);
-    const rates = listRates.get(variant)!;
     return {
       variant,
       run,
-      runRatioP50: round(run.p50 / baselineRuns.p50, 3),
-      runRatioMean: round(run.mean / baselineRuns.mean, 3),
-      listRequestsPerSecondMedian: round(median(rates), 0),
-      // Each round's ratio against the baseline's burst of the same round, then the median of those.
-      listRatio: round(median(rates.map((rate, index) => rate / (baselineRates[index] ?? Number.NaN))), 3),
+      runRatioP50: round(run.p50 / baselineRunStats.p50, 3),
+      runRatioMean: round(run.mean / baselineRunStats.mean, 3),
+      // Each round's run time ÷ the baseline's of the same round: median and its 95 % interval.
+      runRatioPaired: pairedSummary(runMs.get(variant)!, baselineRuns),
+      listRequestsPerSecondMedian: round(median(listRates.get(variant)!), 0),
+      listRatio: pairedSummary(listRates.get(variant)!, listRates.get('baseline')!),
+      listCpuMicrosPerRequestMedian: round(median(listCpu.get(variant)!), 1),
+      listCpuRatio: pairedSummary(listCpu.get(variant)!, listCpu.get('baseline')!),
     };
   });
+  // This build's exporting server ÷ the other build's, round by round.
+  const againstOtherBuild = otherBuild
+    ? {
+        runRatio: pairedSummary(runMs.get('exporting')!, runMs.get('exporting, other build')!),
+        listRatio: pairedSummary(listRates.get('exporting')!, listRates.get('exporting, other build')!),
+        listCpuRatio: pairedSummary(listCpu.get('exporting')!, listCpu.get('exporting, other build')!),
+      }
+    : null;
   writeResult('tracing-overhead', {
     measuredAt: new Date().toISOString(),
     node: process.version,
@@ -202,14 +298,30 @@ export async function runTracingOverhead(): Promise<void> {
     listBurstSeconds: burstSeconds,
     listErrors,
     exported,
+    ...(otherBuild ? { otherBuild, againstOtherBuild } : {}),
     rows,
   });
+  const interval = (summary: { median: number; low: number; high: number }) => `${summary.median}× (${summary.low}–${summary.high})`;
   console.log(
     markdownTable(
-      ['variant', 'run p50 / mean / p99 ms', 'run ratio p50 / mean', 'list req/s (median burst)', 'list ratio (median of paired bursts)'],
-      rows.map((row) => [row.variant, `${row.run.p50} / ${row.run.mean} / ${row.run.p99}`, `${row.runRatioP50}× / ${row.runRatioMean}×`, row.listRequestsPerSecondMedian, `${row.listRatio}×`]),
+      ['variant', 'run p50 / mean ms', 'run ratio p50 / mean', 'run ratio, paired (95 % CI)', 'list req/s', 'list ratio, paired (95 % CI)', 'list CPU µs/req', 'list CPU ratio, paired (95 % CI)'],
+      rows.map((row) => [
+        row.variant,
+        `${row.run.p50} / ${row.run.mean}`,
+        `${row.runRatioP50}× / ${row.runRatioMean}×`,
+        interval(row.runRatioPaired),
+        row.listRequestsPerSecondMedian,
+        interval(row.listRatio),
+        row.listCpuMicrosPerRequestMedian,
+        interval(row.listCpuRatio),
+      ]),
     ),
   );
+  if (againstOtherBuild) {
+    console.log(
+      `exporting, this build ÷ other build: run ${interval(againstOtherBuild.runRatio)}, list ${interval(againstOtherBuild.listRatio)}, list CPU ${interval(againstOtherBuild.listCpuRatio)}`,
+    );
+  }
   console.log(`list errors: ${listErrors}; exported: ${exported.requests} OTLP requests, ${Math.round(exported.bytes / 1024)} KiB`);
 }
 

@@ -81,6 +81,22 @@ const TRACED_ROUTES = new Set(['/graphql']);
 
 const SHUTDOWN_TIMEOUT_MS = 3_000;
 
+/** A request span's name and attributes, made once per route and usual method (the SDK copies attributes, so sharing them is safe). */
+const requestShapes = new Map<string, Map<string, { name: string; attributes: Attributes }>>();
+/** Methods are the client's to choose: only these are kept, so the cache stays small. */
+const STANDARD_METHODS = new Set(['GET', 'POST', 'OPTIONS', 'HEAD']);
+function requestSpanShape(method: string, path: string): { name: string; attributes: Attributes } {
+  const known = requestShapes.get(path)?.get(method);
+  if (known) return known;
+  const shape = { name: `${method} ${path}`, attributes: Object.freeze({ [ATTR_HTTP_REQUEST_METHOD]: method, [ATTR_URL_PATH]: path, [ATTR_HTTP_ROUTE]: path }) };
+  if (STANDARD_METHODS.has(method)) {
+    let byMethod = requestShapes.get(path);
+    if (!byMethod) requestShapes.set(path, (byMethod = new Map()));
+    byMethod.set(method, shape);
+  }
+  return shape;
+}
+
 export function startTracing(config: TracingConfig, logger: Logger): Tracing {
   // The SDK reports export failures through its diagnostic logger: to the log, as warnings, without the headers.
   diag.setLogger(
@@ -113,43 +129,42 @@ export function startTracing(config: TracingConfig, logger: Logger): Tracing {
 
   return {
     traceRequest(request, response, handle) {
-      const path = request.url?.split('?')[0] ?? '/';
+      const url = request.url ?? '/';
+      const query = url.indexOf('?');
+      const path = query === -1 ? url : url.slice(0, query);
       if (!TRACED_ROUTES.has(path)) return handle(undefined);
-      const method = request.method ?? 'GET';
-      const parent = propagator.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter);
-      const span = tracer.startSpan(
-        `${method} ${path}`,
-        { kind: SpanKind.SERVER, attributes: { [ATTR_HTTP_REQUEST_METHOD]: method, [ATTR_URL_PATH]: path, [ATTR_HTTP_ROUTE]: path } },
-        parent,
-      );
-      let ended = false;
-      const end = () => {
-        if (ended) return;
-        ended = true;
-        span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, response.statusCode);
-        if (response.statusCode >= 500) {
-          span.setAttribute(ATTR_ERROR_TYPE, String(response.statusCode));
+      // Only a client that sends a traceparent has a parent to extract; most send none.
+      const parent = request.headers.traceparent === undefined ? ROOT_CONTEXT : propagator.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter);
+      const { name, attributes } = requestSpanShape(request.method ?? 'GET', path);
+      const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
+      if (!span.isRecording()) return handle(span);
+      // 'close' follows 'finish' when the response is complete, and comes alone when the connection dropped: one listener serves both.
+      response.once('close', () => {
+        const status = response.statusCode;
+        if (status >= 500) {
+          span.setAttributes({ [ATTR_HTTP_RESPONSE_STATUS_CODE]: status, [ATTR_ERROR_TYPE]: String(status) });
           span.setStatus({ code: SpanStatusCode.ERROR });
+        } else {
+          span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
         }
         span.end();
-      };
-      response.once('finish', end);
-      response.once('close', end);
+      });
       return handle(span);
     },
     apolloPlugin: {
       async requestDidStart({ contextValue }) {
         const requestSpan = contextValue.trace instanceof Object ? (contextValue.trace as Span) : null;
-        if (!requestSpan) return;
+        // Not sampled: the operation's span would not be either (a child follows its parent's trace and decision),
+        // and the resolvers keep the request's span, which carries the same trace context.
+        if (!requestSpan?.isRecording()) return;
         let operationSpan: Span | null = null;
         return {
           async didResolveOperation({ operation, operationName }) {
             if (!operation) return;
-            operationSpan = tracer.startSpan(
-              `${operation.operation}${operationName ? ` ${operationName}` : ''}`,
-              { kind: SpanKind.INTERNAL, attributes: { [ATTR_GRAPHQL_OPERATION_TYPE]: operation.operation, ...(operationName ? { [ATTR_GRAPHQL_OPERATION_NAME]: operationName } : {}) } },
-              trace.setSpan(ROOT_CONTEXT, requestSpan),
-            );
+            const type = operation.operation;
+            const attributes: Attributes = { [ATTR_GRAPHQL_OPERATION_TYPE]: type };
+            if (operationName) attributes[ATTR_GRAPHQL_OPERATION_NAME] = operationName;
+            operationSpan = tracer.startSpan(operationName ? `${type} ${operationName}` : type, { kind: SpanKind.INTERNAL, attributes }, trace.setSpan(ROOT_CONTEXT, requestSpan));
             // The resolvers of this operation (startRun) see it as the request's trace.
             contextValue.trace = operationSpan;
           },
@@ -180,6 +195,8 @@ function samplerOf(sampler: TracingConfig['sampler']): Sampler {
   return sampler.parentBased ? new ParentBasedSampler({ root }) : root;
 }
 
+const UNRECORDED_RUN: RunObservation = { step: () => undefined, finish: () => undefined };
+
 /** The spans of one run, built from its steps as they are stored. */
 function observeRun(tracer: Tracer, run: ObservedRun, parent: Context, capture: boolean): RunObservation {
   const common: Attributes = {
@@ -195,6 +212,8 @@ function observeRun(tracer: Tracer, run: ObservedRun, parent: Context, capture: 
     },
     parent,
   );
+  // Not sampled: its model and tool calls would not be either (they follow the agent's decision), so none is asked for.
+  if (!agent.isRecording()) return UNRECORDED_RUN;
   const inRun = trace.setSpan(parent, agent);
   /** The model call in flight: its REQUEST step and when it was produced. */
   let pending: { step: RequestStep; at: number } | null = null;
