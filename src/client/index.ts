@@ -6,5 +6,5 @@
  *   and variable types, generated from schema.graphql; each document's
  *   `toString()` is the GraphQL text to send.
  */
-export { toHttpUrl, toWebSocketUrl, watchRun, WatchRunError, type RunStep, type WatchRunOptions } from './watch-run';
+export { toHttpUrl, toWebSocketUrl, watchRun, WatchRunError, type RunStep, type RunStepSummary, type WatchRunOptions } from './watch-run';
 export * from './generated/graphql';

@@ -15,13 +15,28 @@
  * message per step. When HTTP fails for any reason but a refusal, the
  * subscription replays instead; either way the caller sees the same steps.
  *
+ * With `messagesSent: false` the steps come without `messagesSent`
+ * (RunStepSummaryFields; REQUEST steps have `messageCount`): each REQUEST
+ * step repeats the whole transcript so far, so a long trace is mostly that.
+ * A step's messages are then read when needed, with RunStepMessagesDocument.
+ *
  * Runs in browsers (the global WebSocket) and in Node (pass `webSocketImpl`
  * from the `ws` package on Node 20).
  */
 import { createClient, type Client } from 'graphql-ws';
-import { RunStepsDocument, RunTraceDocument, type RunStepFieldsFragment, type RunStepsQuery } from './generated/graphql';
+import {
+  RunStepSummariesDocument,
+  RunStepsDocument,
+  RunTraceDocument,
+  RunTraceSummariesDocument,
+  type RunStepFieldsFragment,
+  type RunStepSummaryFieldsFragment,
+} from './generated/graphql';
 
+/** A step with every field (RunStepFields): what watchRun yields by default. */
 export type RunStep = RunStepFieldsFragment;
+/** A step without `messagesSent` (RunStepSummaryFields): what watchRun yields with `messagesSent: false`. */
+export type RunStepSummary = RunStepSummaryFieldsFragment;
 
 export interface WatchRunOptions {
   /** The graphql-ws address, `ws://host:port/graphql`; an `http(s)://` URL is converted. */
@@ -45,6 +60,11 @@ export interface WatchRunOptions {
   replayOverHttp?: boolean;
   /** Steps per HTTP request of that replay (default 200, at most 500). */
   replayPageSize?: number;
+  /**
+   * false: yield RunStepSummary steps, without `messagesSent` (REQUEST steps say how many in
+   * `messageCount`); a long run's trace is then a fraction of the bytes. Default true: RunStep.
+   */
+  messagesSent?: boolean;
 }
 
 /** The server refused to watch the run (unknown run, bad token, …); retrying would not help. */
@@ -85,13 +105,29 @@ const FATAL_CLOSE_CODES = new Set([4400, 4401, 4403, 4406, 4409]);
 /** The outcome of one subscription attempt. */
 type AttemptEnd = { kind: 'finished' } | { kind: 'retry'; reason: string };
 
-export function watchRun(options: WatchRunOptions): AsyncIterable<RunStep> {
+/** The documents one watcher reads its steps with. */
+interface StepDocuments {
+  page: { toString(): string };
+  trace: { toString(): string };
+}
+
+const FULL_DOCUMENTS: StepDocuments = { page: RunStepsDocument, trace: RunTraceDocument };
+const SUMMARY_DOCUMENTS: StepDocuments = { page: RunStepSummariesDocument, trace: RunTraceSummariesDocument };
+
+/** What every step has, whichever fields were asked for (a RunStep is also one). */
+type AnyStep = RunStepSummary;
+
+export function watchRun(options: WatchRunOptions & { messagesSent: false }): AsyncIterable<RunStepSummary>;
+export function watchRun(options: WatchRunOptions & { messagesSent?: true }): AsyncIterable<RunStep>;
+export function watchRun(options: WatchRunOptions): AsyncIterable<RunStep | RunStepSummary>;
+export function watchRun(options: WatchRunOptions): AsyncIterable<RunStep | RunStepSummary> {
+  const documents = options.messagesSent === false ? SUMMARY_DOCUMENTS : FULL_DOCUMENTS;
   return {
-    [Symbol.asyncIterator]: () => watch(options)[Symbol.asyncIterator](),
+    [Symbol.asyncIterator]: () => watch(options, documents)[Symbol.asyncIterator](),
   };
 }
 
-async function* watch(options: WatchRunOptions): AsyncGenerator<RunStep, void, undefined> {
+async function* watch(options: WatchRunOptions, documents: StepDocuments): AsyncGenerator<AnyStep, void, undefined> {
   const url = toWebSocketUrl(options.url);
   let last = options.afterSequence ?? 0;
   let failures = 0;
@@ -100,7 +136,7 @@ async function* watch(options: WatchRunOptions): AsyncGenerator<RunStep, void, u
 
   if (options.replayOverHttp ?? typeof fetch === 'function') {
     const pageSize = Math.min(500, Math.max(1, Math.floor(options.replayPageSize ?? 200)));
-    const ended = yield* replayStored(options, pageSize, () => last, (sequence) => (last = sequence));
+    const ended = yield* replayStored(options, documents, pageSize, () => last, (sequence) => (last = sequence));
     if (ended) return;
   }
 
@@ -120,7 +156,7 @@ async function* watch(options: WatchRunOptions): AsyncGenerator<RunStep, void, u
     let end: AttemptEnd;
     const before = last;
     try {
-      end = yield* subscribeOnce(client, options.runId, () => last, (sequence) => (last = sequence));
+      end = yield* subscribeOnce(client, documents, options.runId, () => last, (sequence) => (last = sequence));
     } finally {
       options.signal?.removeEventListener('abort', onAbort);
       await client.dispose();
@@ -134,7 +170,7 @@ async function* watch(options: WatchRunOptions): AsyncGenerator<RunStep, void, u
 }
 
 /** One page of the HTTP replay: its steps, a refusal to report, or nothing usable (the subscription takes over). */
-type PageResult = { kind: 'steps'; steps: RunStep[] } | { kind: 'refused'; errors: GraphQLErrorShape[] } | { kind: 'unusable' };
+type PageResult = { kind: 'steps'; steps: AnyStep[] } | { kind: 'refused'; errors: GraphQLErrorShape[] } | { kind: 'unusable' };
 
 /** Pages requested ahead of the one being yielded, once a first full page shows the run is long. */
 const REPLAY_PIPELINE = 3;
@@ -147,14 +183,20 @@ const REPLAY_PIPELINE = 3;
  * once END was yielded, false when the subscription should go on from
  * there (the stored steps are exhausted, or HTTP failed).
  */
-async function* replayStored(options: WatchRunOptions, pageSize: number, last: () => number, advance: (sequence: number) => void): AsyncGenerator<RunStep, boolean, undefined> {
+async function* replayStored(
+  options: WatchRunOptions,
+  documents: StepDocuments,
+  pageSize: number,
+  last: () => number,
+  advance: (sequence: number) => void,
+): AsyncGenerator<AnyStep, boolean, undefined> {
   const replay = new AbortController();
   const stop = () => replay.abort();
   options.signal?.addEventListener('abort', stop, { once: true });
   const inFlight: Promise<PageResult>[] = [];
   let nextAfter = last();
   const request = () => {
-    inFlight.push(fetchPage(options, nextAfter, pageSize, replay.signal));
+    inFlight.push(fetchPage(options, documents, nextAfter, pageSize, replay.signal));
     nextAfter += pageSize;
   };
   try {
@@ -183,7 +225,7 @@ async function* replayStored(options: WatchRunOptions, pageSize: number, last: (
 }
 
 /** One page of stored steps over HTTP; never rejects. */
-async function fetchPage(options: WatchRunOptions, afterSequence: number, limit: number, replay: AbortSignal): Promise<PageResult> {
+async function fetchPage(options: WatchRunOptions, documents: StepDocuments, afterSequence: number, limit: number, replay: AbortSignal): Promise<PageResult> {
   // A page that does not come within REPLAY_TIMEOUT_MS is left to the subscription.
   const attempt = new AbortController();
   const stop = () => attempt.abort();
@@ -193,10 +235,10 @@ async function fetchPage(options: WatchRunOptions, afterSequence: number, limit:
     const response = await fetch(toHttpUrl(options.url), {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json', authorization: `Bearer ${options.token}` },
-      body: JSON.stringify({ query: RunStepsDocument.toString(), variables: { id: options.runId, afterSequence, limit } }),
+      body: JSON.stringify({ query: documents.page.toString(), variables: { id: options.runId, afterSequence, limit } }),
       signal: attempt.signal,
     });
-    const body = (await response.json()) as { data?: RunStepsQuery | null; errors?: GraphQLErrorShape[] };
+    const body = (await response.json()) as { data?: { run?: { steps?: AnyStep[] | null } | null } | null; errors?: GraphQLErrorShape[] };
     const errors = body.errors ?? [];
     if (errors.some((error) => typeof error.extensions?.code === 'string' && REFUSAL_CODES.has(error.extensions.code))) return { kind: 'refused', errors };
     const steps = body.data?.run?.steps;
@@ -209,8 +251,14 @@ async function fetchPage(options: WatchRunOptions, afterSequence: number, limit:
   }
 }
 
-async function* subscribeOnce(client: Client, runId: string, last: () => number, advance: (sequence: number) => void): AsyncGenerator<RunStep, AttemptEnd, undefined> {
-  const iterator = client.iterate<{ runTrace: RunStep }>({ query: RunTraceDocument.toString(), variables: { runId, afterSequence: last() } });
+async function* subscribeOnce(
+  client: Client,
+  documents: StepDocuments,
+  runId: string,
+  last: () => number,
+  advance: (sequence: number) => void,
+): AsyncGenerator<AnyStep, AttemptEnd, undefined> {
+  const iterator = client.iterate<{ runTrace: AnyStep }>({ query: documents.trace.toString(), variables: { runId, afterSequence: last() } });
   try {
     for await (const result of iterator) {
       const errors = (result.errors ?? []) as readonly GraphQLErrorShape[];

@@ -70,6 +70,11 @@ export class RunStep {
   @Field(() => Float) durationMs!: number;
   @Extensions(EMBEDDED_LIST)
   @Field(() => [ChatMessage], { nullable: true }) messagesSent!: ChatMessage[] | null;
+  @Field(() => Int, {
+    nullable: true,
+    description: 'REQUEST steps: how many messages were sent (the length of messagesSent), so a trace can be shown without the transcript each REQUEST repeats; null for other kinds.',
+  })
+  messageCount!: number | null;
   @Field(() => [String], { nullable: true }) toolsOffered!: string[] | null;
   @Field(() => String, { nullable: true }) content!: string | null;
   @Field(() => String, { nullable: true }) thinking!: string | null;
@@ -153,14 +158,15 @@ export function toRunStep(step: StoredStep): RunStep {
 
 function mapRunStep(step: StoredStep): RunStep {
   const kind = String(step.kind).toUpperCase() as RunStepKind;
-  const messages = Array.isArray(step.messagesSent) ? (step.messagesSent as WireMessage[]).map(wireToMessage) : null;
+  const sent = Array.isArray(step.messagesSent) ? (step.messagesSent as WireMessage[]) : null;
   const calls = Array.isArray(step.requestedToolCalls) ? (step.requestedToolCalls as ToolCall[]) : null;
-  return {
+  const view: RunStep = {
     sequence: step.sequence,
     kind: Object.values(RunStepKind).includes(kind) ? kind : RunStepKind.END,
     round: step.round,
     durationMs: step.durationMs,
-    messagesSent: messages,
+    messagesSent: null,
+    messageCount: kind === RunStepKind.REQUEST && sent ? sent.length : null,
     toolsOffered: Array.isArray(step.toolsOffered) ? (step.toolsOffered as string[]) : null,
     content: str(step.content) ?? (kind === RunStepKind.END ? str(step.finalContent) : null),
     thinking: str(step.thinking),
@@ -186,6 +192,10 @@ function mapRunStep(step: StoredStep): RunStep {
     terminationReason: str(step.terminationReason),
     error: str(step.error),
   };
+  // Mapped when asked for: a trace read without messagesSent (a REQUEST repeats the whole transcript) skips the work.
+  let messages: ChatMessage[] | null | undefined;
+  Object.defineProperty(view, 'messagesSent', { enumerable: true, get: () => (messages === undefined ? (messages = sent?.map(wireToMessage) ?? null) : messages) });
+  return view;
 }
 
 @ObjectType({ simpleResolvers: true, description: 'An agent run. Its steps are the stored trace.' })

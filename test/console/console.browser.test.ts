@@ -95,6 +95,52 @@ describeInChromium('the console in Chromium', () => {
     }
   });
 
+  it('a replayed REQUEST card reads its messages only when they are opened, and shows them; the JSON view has them too', async () => {
+    const runId = await finishedDemoRun();
+    const stored = await t.ok<{ run: { steps: { sequence: number; kind: string; messageCount: number | null; messagesSent: { role: string; content: string | null }[] | null }[] } }>(
+      'query($id: ID!) { run(id: $id) { steps { sequence kind messageCount messagesSent { role content } } } }',
+      { id: runId },
+    );
+    const requests = stored.run.steps.filter((step) => step.kind === 'REQUEST');
+    expect(requests.length).toBeGreaterThanOrEqual(2);
+    for (const step of stored.run.steps) expect(step.messageCount).toBe(step.kind === 'REQUEST' ? step.messagesSent!.length : null);
+    const last = requests.at(-1)!;
+
+    const { page, errors } = await openPage(browser, base, viewer);
+    const bodies: string[] = [];
+    page.on('request', (request) => {
+      if (request.method() === 'POST' && request.url().endsWith('/graphql')) bodies.push(request.postData() ?? '');
+    });
+    await page.goto(`${base}/runs/${runId}`);
+    await page.waitForSelector('[data-step-kind="END"]', { state: 'attached' });
+    const card = `[data-step-sequence="${last.sequence}"]`;
+    expect(await page.textContent(`${card} .messages-sent > summary`)).toBe(`${last.messageCount} messages sent`);
+    // The replay came without messages, and none of a REQUEST was read (an ASSEMBLED card shows its own at once).
+    const messageReads = () => bodies.filter((body) => /RunStepMessages/.test(body)).map((body) => (JSON.parse(body) as { variables: { afterSequence: number } }).variables.afterSequence + 1);
+    const assembled = stored.run.steps.filter((step) => step.kind === 'ASSEMBLED').map((step) => step.sequence);
+    expect(bodies.some((body) => /RunStepSummaries/.test(body))).toBe(true);
+    expect(bodies.filter((body) => /\bmessagesSent\b/.test(body) && !/RunStepMessages/.test(body))).toEqual([]);
+    expect(messageReads().filter((sequence) => !assembled.includes(sequence))).toEqual([]);
+    expect(await page.$(`${card} .messages-sent li`)).toBeNull();
+
+    await page.click(`${card} .messages-sent > summary`);
+    await page.waitForSelector(`${card} .messages-sent li.message`);
+    expect(messageReads().filter((sequence) => !assembled.includes(sequence))).toEqual([last.sequence]);
+    const shown = await page.$$eval(`${card} .messages-sent li.message`, (items) => items.map((item) => item.querySelector('.role')?.textContent ?? ''));
+    expect(shown).toEqual(last.messagesSent!.map((message) => message.role));
+    const userText = last.messagesSent!.find((message) => message.role === 'user')!.content!;
+    expect(await page.textContent(`${card} .messages-sent`)).toContain(userText);
+
+    await page.click(`${card} .json > summary`);
+    await page.waitForSelector(`${card} .json pre`);
+    const json = JSON.parse((await page.textContent(`${card} .json pre`))!) as { sequence: number; messageCount: number; messagesSent: { role: string; content: string | null }[] };
+    expect(json.sequence).toBe(last.sequence);
+    expect(json.messageCount).toBe(last.messageCount);
+    expect(json.messagesSent.map(({ role, content }) => ({ role, content }))).toEqual(last.messagesSent);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('the playground runs a query over HTTP and a subscription over graphql-ws', async () => {
     const runId = await finishedDemoRun();
     const { page, errors, foreignRequests } = await openPage(browser, base, ADMIN_TOKEN);

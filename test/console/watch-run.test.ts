@@ -107,8 +107,8 @@ async function fakeServer(attempts: Attempt[], acceptToken = 'good', httpAnswer:
   };
 }
 
-async function collect(iterable: AsyncIterable<RunStep>): Promise<RunStep[]> {
-  const steps: RunStep[] = [];
+async function collect<T = RunStep>(iterable: AsyncIterable<T>): Promise<T[]> {
+  const steps: T[] = [];
   for await (const step of iterable) steps.push(step);
   return steps;
 }
@@ -270,6 +270,14 @@ describe.each(testDialects)('watchRun on the real server (%s)', (dialect) => {
       const inPages = await collect(watchRun({ url: t.url, token: await t.tokenFor('VIEWER'), runId: started.startRun.id, webSocketImpl: WebSocket, replayPageSize: 2 }));
       expect(viaSocket).toEqual(steps);
       expect(inPages).toEqual(steps);
+      // messagesSent: false, over HTTP and over the subscription: the same steps without messagesSent, REQUESTs counting them.
+      const withoutMessages = steps.map(({ messagesSent: _messages, ...rest }) => rest);
+      expect(steps.filter((step) => step.kind === 'REQUEST').map((step) => step.messageCount)).toEqual(steps.filter((step) => step.kind === 'REQUEST').map((step) => step.messagesSent!.length));
+      expect(steps.filter((step) => step.kind !== 'REQUEST').every((step) => step.messageCount === null)).toBe(true);
+      for (const replayOverHttp of [true, false]) {
+        const light = await collect(watchRun({ url: t.url, token: await t.tokenFor('VIEWER'), runId: started.startRun.id, webSocketImpl: WebSocket, replayOverHttp, messagesSent: false }));
+        expect(light).toEqual(withoutMessages);
+      }
     } finally {
       await t.stop();
     }

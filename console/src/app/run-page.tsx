@@ -1,11 +1,11 @@
 import { createClient } from 'graphql-ws';
 import { memo, useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { flushSync } from 'react-dom';
-import { CancelRunDocument, RunDeltasDocument, RunDocument, watchRun, type RunDeltasSubscription, type RunQuery, type RunStep } from '../../../src/client';
+import { CancelRunDocument, RunDeltasDocument, RunDocument, RunStepMessagesDocument, watchRun, type RunDeltasSubscription, type RunQuery } from '../../../src/client';
 import { FINISHED_STATUSES, formatCost, formatDuration, formatTokens, runDurationMs } from '../shared/format';
 import { readToken, request, webSocketUrl } from '../shared/session';
 import { ApprovalCard } from './approval-card';
-import { StepCard } from './step-card';
+import { StepCard, StepMessagesLoader, type Message, type Step } from './step-card';
 
 type Run = NonNullable<RunQuery['run']>;
 
@@ -18,7 +18,7 @@ interface LiveText {
 }
 
 /** The status the stored steps imply, where they say more than the last read of the run. */
-function statusFromSteps(steps: readonly RunStep[], fallback: string): string {
+function statusFromSteps(steps: readonly Step[], fallback: string): string {
   const last = steps[steps.length - 1];
   if (!last) return fallback;
   if (last.kind === 'END') return last.status ?? fallback;
@@ -26,7 +26,7 @@ function statusFromSteps(steps: readonly RunStep[], fallback: string): string {
   return fallback === 'QUEUED' ? 'RUNNING' : fallback;
 }
 
-function totals(steps: readonly RunStep[]) {
+function totals(steps: readonly Step[]) {
   let promptTokens = 0;
   let completionTokens = 0;
   let cost: number | null = null;
@@ -47,7 +47,7 @@ function totals(steps: readonly RunStep[]) {
 const BLOCK_SIZE = 100;
 
 /** One block of cards; a full block is the same array from commit to commit, so React skips it. */
-const StepBlock = memo(function StepBlock({ steps }: { steps: readonly RunStep[] }) {
+const StepBlock = memo(function StepBlock({ steps }: { steps: readonly Step[] }) {
   return steps.map((step) => <StepCard key={step.sequence} step={step} />);
 });
 
@@ -56,10 +56,10 @@ const StepBlock = memo(function StepBlock({ steps }: { steps: readonly RunStep[]
  * thousands compares a few dozen blocks instead of every card. Blocks are
  * fragments, so the cards stay the list's direct children.
  */
-function StepBlocks({ steps }: { steps: readonly RunStep[] }) {
-  const previous = useRef<readonly (readonly RunStep[])[]>([]);
+function StepBlocks({ steps }: { steps: readonly Step[] }) {
+  const previous = useRef<readonly (readonly Step[])[]>([]);
   const blocks = useMemo(() => {
-    const next: (readonly RunStep[])[] = [];
+    const next: (readonly Step[])[] = [];
     for (let start = 0; start < steps.length; start += BLOCK_SIZE) {
       const end = Math.min(steps.length, start + BLOCK_SIZE);
       const kept = previous.current[next.length];
@@ -82,13 +82,31 @@ function StepBlocks({ steps }: { steps: readonly RunStep[] }) {
 export function RunPage({ id }: { id: string }) {
   const [run, setRun] = useState<Run | null>(null);
   const [problem, setProblem] = useState<string | null>(null);
-  const [steps, setSteps] = useState<RunStep[]>([]);
+  const [steps, setSteps] = useState<Step[]>([]);
   const [live, setLive] = useState<LiveText | null>(null);
   const [connection, setConnection] = useState<string | null>(null);
   const [cancelling, setCancelling] = useState(false);
-  const pending = useRef<RunStep[]>([]);
+  const pending = useRef<Step[]>([]);
   const flushScheduled = useRef(false);
   const reconnecting = useRef(false);
+
+  // The trace comes without messagesSent; a card reads its step's messages when it shows them (once per step).
+  const loadMessages = useMemo(() => {
+    const read = new Map<number, Promise<readonly Message[] | null>>();
+    return (sequence: number) => {
+      let messages = read.get(sequence);
+      if (!messages) {
+        messages = request(RunStepMessagesDocument, { id, afterSequence: sequence - 1 }).then((data) => {
+          const step = data.run?.steps[0];
+          if (!step || step.sequence !== sequence) throw new Error(`step ${sequence} is not stored`);
+          return step.messagesSent;
+        });
+        messages.catch(() => read.delete(sequence));
+        read.set(sequence, messages);
+      }
+      return messages;
+    };
+  }, [id]);
 
   const loadRun = useCallback(async () => {
     try {
@@ -103,7 +121,7 @@ export function RunPage({ id }: { id: string }) {
   // Steps that arrive together (a page of the stored replay, a burst of live steps) are shown in
   // one render: the flush waits for the current task to finish, then commits at once, so a live
   // step's card is in the page within a few milliseconds of its message.
-  const enqueue = useCallback((step: RunStep) => {
+  const enqueue = useCallback((step: Step) => {
     pending.current.push(step);
     if (flushScheduled.current) return;
     flushScheduled.current = true;
@@ -129,6 +147,8 @@ export function RunPage({ id }: { id: string }) {
           url: webSocketUrl(),
           token,
           runId: id,
+          // Without the transcript every REQUEST repeats: a long run's replay is a fraction of the bytes.
+          messagesSent: false,
           signal: controller.signal,
           onReconnect: ({ afterSequence, reason }) => {
             reconnecting.current = true;
@@ -251,7 +271,9 @@ export function RunPage({ id }: { id: string }) {
           <pre>{run.finalContent}</pre>
         </div>
       )}
-      <StepBlocks steps={steps} />
+      <StepMessagesLoader.Provider value={loadMessages}>
+        <StepBlocks steps={steps} />
+      </StepMessagesLoader.Provider>
       {pendingCalls.length > 0 && <ApprovalCard key={lastStep!.sequence} runId={id} calls={pendingCalls} onProblem={setProblem} />}
       {!finished && pendingCalls.length === 0 && (
         <article className="step streaming" aria-live="polite">

@@ -1,8 +1,54 @@
-import { memo, useState, type ReactNode } from 'react';
-import type { RunStep } from '../../../src/client';
+import { createContext, memo, useContext, useEffect, useState, type ReactNode } from 'react';
+import type { RunStep, RunStepSummary } from '../../../src/client';
 import { formatCost, formatDuration, formatTokens } from '../shared/format';
 
-type Message = NonNullable<RunStep['messagesSent']>[number];
+export type Message = NonNullable<RunStep['messagesSent']>[number];
+
+/**
+ * A step as the run page has it: the replay and the live trace come without
+ * `messagesSent` (each REQUEST repeats the whole transcript so far), which is
+ * read when a card shows it; a step that has it (a RunStep) is shown as is.
+ */
+export type Step = RunStepSummary & { messagesSent?: RunStep['messagesSent'] };
+
+/** Reads one step's messages (by sequence; null: the step has none); provided by the run page. */
+export const StepMessagesLoader = createContext<((sequence: number) => Promise<readonly Message[] | null>) | null>(null);
+
+type Loaded = { done: boolean; messages: readonly Message[] | null; problem: string | null };
+
+/** The step's messages: its own, or read through StepMessagesLoader once this is mounted. */
+function useStepMessages(step: Step): Loaded {
+  const load = useContext(StepMessagesLoader);
+  const own = step.messagesSent;
+  const [loaded, setLoaded] = useState<Loaded>({ done: false, messages: null, problem: null });
+  useEffect(() => {
+    if (own !== undefined) return;
+    if (!load) {
+      setLoaded({ done: false, messages: null, problem: 'The messages of this step cannot be read here.' });
+      return;
+    }
+    let current = true;
+    load(step.sequence).then(
+      (messages) => current && setLoaded({ done: true, messages, problem: null }),
+      (error: unknown) => current && setLoaded({ done: false, messages: null, problem: `The messages could not be read: ${(error as Error).message}` }),
+    );
+    return () => {
+      current = false;
+    };
+  }, [own, load, step.sequence]);
+  return own !== undefined ? { done: true, messages: own, problem: null } : loaded;
+}
+
+function Loading({ loaded, children }: { loaded: Loaded; children: (messages: readonly Message[] | null) => ReactNode }) {
+  if (loaded.problem) return <p className="problem">{loaded.problem}</p>;
+  if (!loaded.done) return <p className="muted" data-messages-loading>Loading messages…</p>;
+  return children(loaded.messages);
+}
+
+function StepMessages({ step }: { step: Step }) {
+  const loaded = useStepMessages(step);
+  return <Loading loaded={loaded}>{(messages) => <Messages messages={messages ?? []} />}</Loading>;
+}
 
 function Messages({ messages }: { messages: readonly Message[] }) {
   return (
@@ -48,10 +94,10 @@ function Fact({ label, value }: { label: string; value: string | number | null |
   );
 }
 
-function StepBody({ step }: { step: RunStep }) {
+function StepBody({ step }: { step: Step }) {
   switch (step.kind) {
     case 'ASSEMBLED':
-      return <Messages messages={step.messagesSent ?? []} />;
+      return <StepMessages step={step} />;
     case 'CONTEXT':
       return <Budget budget={step.contextBudget} />;
     case 'REQUEST':
@@ -69,7 +115,9 @@ function StepBody({ step }: { step: RunStep }) {
               <span className="muted">none</span>
             )}
           </p>
-          <Collapsed summary={`${step.messagesSent?.length ?? 0} messages sent`}>{() => <Messages messages={step.messagesSent ?? []} />}</Collapsed>
+          <Collapsed summary={`${step.messageCount ?? step.messagesSent?.length ?? 0} messages sent`} className="messages-sent">
+            {() => <StepMessages step={step} />}
+          </Collapsed>
         </>
       );
     case 'LLM':
@@ -121,7 +169,7 @@ function StepBody({ step }: { step: RunStep }) {
 }
 
 /** A kind this page does not know yet: its set fields, as they are. */
-function GenericFields({ step }: { step: RunStep }) {
+function GenericFields({ step }: { step: Step }) {
   const fields = Object.entries(step).filter(([key, value]) => value !== null && !['sequence', 'kind', 'round', 'durationMs', '__typename'].includes(key));
   return (
     <dl className="facts">
@@ -134,8 +182,9 @@ function GenericFields({ step }: { step: RunStep }) {
 
 /**
  * A closed <details> whose body is built only once it is opened: a long
- * run's REQUEST steps carry the whole transcript (thousands of messages
- * each), and every card has its JSON; neither costs anything until asked for.
+ * run's REQUEST steps sent the whole transcript (thousands of messages
+ * each), and every card has its JSON; neither costs anything until asked for
+ * (the messages are not even read before).
  */
 function Collapsed({ summary, className, children }: { summary: string; className?: string; children: () => ReactNode }) {
   const [open, setOpen] = useState(false);
@@ -147,16 +196,27 @@ function Collapsed({ summary, className, children }: { summary: string; classNam
   );
 }
 
-function StepJson({ step }: { step: RunStep }) {
+/** The step as the API gives it with every field: messagesSent where the full step has it. */
+function fullStep(step: Step, messages: readonly Message[] | null): object {
+  const { sequence, kind, round, durationMs, messagesSent: _own, ...rest } = step;
+  return { sequence, kind, round, durationMs, messagesSent: messages, ...rest };
+}
+
+function StepJsonBody({ step }: { step: Step }) {
+  const loaded = useStepMessages(step);
+  return <Loading loaded={loaded}>{(messages) => <pre>{JSON.stringify(fullStep(step, messages), null, 2)}</pre>}</Loading>;
+}
+
+function StepJson({ step }: { step: Step }) {
   return (
     <Collapsed summary="JSON" className="json">
-      {() => <pre>{JSON.stringify(step, null, 2)}</pre>}
+      {() => <StepJsonBody step={step} />}
     </Collapsed>
   );
 }
 
 // Text is given as one string wherever JSX would split it (`#{n}` is two text nodes): a long run has thousands of cards.
-export const StepCard = memo(function StepCard({ step }: { step: RunStep }) {
+export const StepCard = memo(function StepCard({ step }: { step: Step }) {
   const kind = String(step.kind);
   return (
     <article className={`step kind-${kind.toLowerCase()}`} data-step-sequence={step.sequence} data-step-kind={kind}>

@@ -162,7 +162,9 @@ export type ConfigurationPageQueryVariables = Exact<{
 
 export type ConfigurationPageQuery = { configurationsConnection: { totalCount: number, pageInfo: { hasNextPage: boolean, endCursor: string | null }, nodes: Array<{ uid: number, identifier: string, name: string, snippetTags: Array<string>, isActive: boolean, hidden: boolean, model: { identifier: string } | null }> } };
 
-export type RunStepFieldsFragment = { sequence: number, kind: RunStepKind, round: number, durationMs: number, toolsOffered: Array<string> | null, content: string | null, thinking: string | null, finishReason: string | null, rawFinishReason: string | null, promptTokens: number | null, completionTokens: number | null, totalTokens: number | null, estimatedCost: number | null, warnings: Array<string> | null, raw: unknown, toolCallId: string | null, toolName: string | null, toolArguments: unknown, toolResult: string | null, toolIsError: boolean | null, contextBudget: unknown, status: RunStatus | null, terminationReason: string | null, error: string | null, messagesSent: Array<{ role: string, content: string | null, toolCallId: string | null, toolCalls: Array<{ id: string, name: string, arguments: unknown }> | null }> | null, requestedToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, pendingToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, decisions: Array<{ toolCallId: string, approved: boolean, reason: string | null, decidedBy: string | null }> | null };
+export type RunStepFieldsFragment = { sequence: number, kind: RunStepKind, round: number, durationMs: number, messageCount: number | null, toolsOffered: Array<string> | null, content: string | null, thinking: string | null, finishReason: string | null, rawFinishReason: string | null, promptTokens: number | null, completionTokens: number | null, totalTokens: number | null, estimatedCost: number | null, warnings: Array<string> | null, raw: unknown, toolCallId: string | null, toolName: string | null, toolArguments: unknown, toolResult: string | null, toolIsError: boolean | null, contextBudget: unknown, status: RunStatus | null, terminationReason: string | null, error: string | null, messagesSent: Array<{ role: string, content: string | null, toolCallId: string | null, toolCalls: Array<{ id: string, name: string, arguments: unknown }> | null }> | null, requestedToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, pendingToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, decisions: Array<{ toolCallId: string, approved: boolean, reason: string | null, decidedBy: string | null }> | null };
+
+export type RunStepSummaryFieldsFragment = { sequence: number, kind: RunStepKind, round: number, durationMs: number, messageCount: number | null, toolsOffered: Array<string> | null, content: string | null, thinking: string | null, finishReason: string | null, rawFinishReason: string | null, promptTokens: number | null, completionTokens: number | null, totalTokens: number | null, estimatedCost: number | null, warnings: Array<string> | null, raw: unknown, toolCallId: string | null, toolName: string | null, toolArguments: unknown, toolResult: string | null, toolIsError: boolean | null, contextBudget: unknown, status: RunStatus | null, terminationReason: string | null, error: string | null, requestedToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, pendingToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, decisions: Array<{ toolCallId: string, approved: boolean, reason: string | null, decidedBy: string | null }> | null };
 
 export type RunSummaryFieldsFragment = { id: string, status: RunStatus, terminationReason: string | null, dryRun: boolean, configurationIdentifier: string | null, iterations: number, truncated: boolean, finalContent: string | null, promptTokens: number, completionTokens: number, totalTokens: number, estimatedCost: number | null, error: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null };
 
@@ -217,7 +219,7 @@ export type RunStepsQueryVariables = Exact<{
 }>;
 
 
-export type RunStepsQuery = { run: { id: string, status: RunStatus, steps: Array<{ sequence: number, kind: RunStepKind, round: number, durationMs: number, toolsOffered: Array<string> | null, content: string | null, thinking: string | null, finishReason: string | null, rawFinishReason: string | null, promptTokens: number | null, completionTokens: number | null, totalTokens: number | null, estimatedCost: number | null, warnings: Array<string> | null, raw: unknown, toolCallId: string | null, toolName: string | null, toolArguments: unknown, toolResult: string | null, toolIsError: boolean | null, contextBudget: unknown, status: RunStatus | null, terminationReason: string | null, error: string | null, messagesSent: Array<{ role: string, content: string | null, toolCallId: string | null, toolCalls: Array<{ id: string, name: string, arguments: unknown }> | null }> | null, requestedToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, pendingToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, decisions: Array<{ toolCallId: string, approved: boolean, reason: string | null, decidedBy: string | null }> | null }> } | null };
+export type RunStepsQuery = { run: { id: string, status: RunStatus, steps: Array<{ sequence: number, kind: RunStepKind, round: number, durationMs: number, messageCount: number | null, toolsOffered: Array<string> | null, content: string | null, thinking: string | null, finishReason: string | null, rawFinishReason: string | null, promptTokens: number | null, completionTokens: number | null, totalTokens: number | null, estimatedCost: number | null, warnings: Array<string> | null, raw: unknown, toolCallId: string | null, toolName: string | null, toolArguments: unknown, toolResult: string | null, toolIsError: boolean | null, contextBudget: unknown, status: RunStatus | null, terminationReason: string | null, error: string | null, messagesSent: Array<{ role: string, content: string | null, toolCallId: string | null, toolCalls: Array<{ id: string, name: string, arguments: unknown }> | null }> | null, requestedToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, pendingToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, decisions: Array<{ toolCallId: string, approved: boolean, reason: string | null, decidedBy: string | null }> | null }> } | null };
 
 export type RunTraceSubscriptionVariables = Exact<{
   runId: string | number;
@@ -225,7 +227,32 @@ export type RunTraceSubscriptionVariables = Exact<{
 }>;
 
 
-export type RunTraceSubscription = { runTrace: { sequence: number, kind: RunStepKind, round: number, durationMs: number, toolsOffered: Array<string> | null, content: string | null, thinking: string | null, finishReason: string | null, rawFinishReason: string | null, promptTokens: number | null, completionTokens: number | null, totalTokens: number | null, estimatedCost: number | null, warnings: Array<string> | null, raw: unknown, toolCallId: string | null, toolName: string | null, toolArguments: unknown, toolResult: string | null, toolIsError: boolean | null, contextBudget: unknown, status: RunStatus | null, terminationReason: string | null, error: string | null, messagesSent: Array<{ role: string, content: string | null, toolCallId: string | null, toolCalls: Array<{ id: string, name: string, arguments: unknown }> | null }> | null, requestedToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, pendingToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, decisions: Array<{ toolCallId: string, approved: boolean, reason: string | null, decidedBy: string | null }> | null } };
+export type RunTraceSubscription = { runTrace: { sequence: number, kind: RunStepKind, round: number, durationMs: number, messageCount: number | null, toolsOffered: Array<string> | null, content: string | null, thinking: string | null, finishReason: string | null, rawFinishReason: string | null, promptTokens: number | null, completionTokens: number | null, totalTokens: number | null, estimatedCost: number | null, warnings: Array<string> | null, raw: unknown, toolCallId: string | null, toolName: string | null, toolArguments: unknown, toolResult: string | null, toolIsError: boolean | null, contextBudget: unknown, status: RunStatus | null, terminationReason: string | null, error: string | null, messagesSent: Array<{ role: string, content: string | null, toolCallId: string | null, toolCalls: Array<{ id: string, name: string, arguments: unknown }> | null }> | null, requestedToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, pendingToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, decisions: Array<{ toolCallId: string, approved: boolean, reason: string | null, decidedBy: string | null }> | null } };
+
+export type RunStepSummariesQueryVariables = Exact<{
+  id: string | number;
+  afterSequence?: number | null | undefined;
+  limit?: number | null | undefined;
+}>;
+
+
+export type RunStepSummariesQuery = { run: { id: string, status: RunStatus, steps: Array<{ sequence: number, kind: RunStepKind, round: number, durationMs: number, messageCount: number | null, toolsOffered: Array<string> | null, content: string | null, thinking: string | null, finishReason: string | null, rawFinishReason: string | null, promptTokens: number | null, completionTokens: number | null, totalTokens: number | null, estimatedCost: number | null, warnings: Array<string> | null, raw: unknown, toolCallId: string | null, toolName: string | null, toolArguments: unknown, toolResult: string | null, toolIsError: boolean | null, contextBudget: unknown, status: RunStatus | null, terminationReason: string | null, error: string | null, requestedToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, pendingToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, decisions: Array<{ toolCallId: string, approved: boolean, reason: string | null, decidedBy: string | null }> | null }> } | null };
+
+export type RunTraceSummariesSubscriptionVariables = Exact<{
+  runId: string | number;
+  afterSequence?: number | null | undefined;
+}>;
+
+
+export type RunTraceSummariesSubscription = { runTrace: { sequence: number, kind: RunStepKind, round: number, durationMs: number, messageCount: number | null, toolsOffered: Array<string> | null, content: string | null, thinking: string | null, finishReason: string | null, rawFinishReason: string | null, promptTokens: number | null, completionTokens: number | null, totalTokens: number | null, estimatedCost: number | null, warnings: Array<string> | null, raw: unknown, toolCallId: string | null, toolName: string | null, toolArguments: unknown, toolResult: string | null, toolIsError: boolean | null, contextBudget: unknown, status: RunStatus | null, terminationReason: string | null, error: string | null, requestedToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, pendingToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, decisions: Array<{ toolCallId: string, approved: boolean, reason: string | null, decidedBy: string | null }> | null } };
+
+export type RunStepMessagesQueryVariables = Exact<{
+  id: string | number;
+  afterSequence: number;
+}>;
+
+
+export type RunStepMessagesQuery = { run: { id: string, steps: Array<{ sequence: number, messagesSent: Array<{ role: string, content: string | null, toolCallId: string | null, toolCalls: Array<{ id: string, name: string, arguments: unknown }> | null }> | null }> } | null };
 
 export type RunDeltasSubscriptionVariables = Exact<{
   runId: string | number;
@@ -282,6 +309,7 @@ export const RunStepFieldsFragmentDoc = new TypedDocumentString(`
     }
     toolCallId
   }
+  messageCount
   toolsOffered
   content
   thinking
@@ -320,6 +348,51 @@ export const RunStepFieldsFragmentDoc = new TypedDocumentString(`
   error
 }
     `, {"fragmentName":"RunStepFields"}) as unknown as TypedDocumentString<RunStepFieldsFragment, unknown>;
+export const RunStepSummaryFieldsFragmentDoc = new TypedDocumentString(`
+    fragment RunStepSummaryFields on RunStep {
+  sequence
+  kind
+  round
+  durationMs
+  messageCount
+  toolsOffered
+  content
+  thinking
+  finishReason
+  rawFinishReason
+  promptTokens
+  completionTokens
+  totalTokens
+  estimatedCost
+  requestedToolCalls {
+    id
+    name
+    arguments
+  }
+  pendingToolCalls {
+    id
+    name
+    arguments
+  }
+  decisions {
+    toolCallId
+    approved
+    reason
+    decidedBy
+  }
+  warnings
+  raw
+  toolCallId
+  toolName
+  toolArguments
+  toolResult
+  toolIsError
+  contextBudget
+  status
+  terminationReason
+  error
+}
+    `, {"fragmentName":"RunStepSummaryFields"}) as unknown as TypedDocumentString<RunStepSummaryFieldsFragment, unknown>;
 export const RunSummaryFieldsFragmentDoc = new TypedDocumentString(`
     fragment RunSummaryFields on AgentRun {
   id
@@ -618,6 +691,7 @@ export const RunStepsDocument = new TypedDocumentString(`
     }
     toolCallId
   }
+  messageCount
   toolsOffered
   content
   thinking
@@ -676,6 +750,7 @@ export const RunTraceDocument = new TypedDocumentString(`
     }
     toolCallId
   }
+  messageCount
   toolsOffered
   content
   thinking
@@ -713,6 +788,128 @@ export const RunTraceDocument = new TypedDocumentString(`
   terminationReason
   error
 }`) as unknown as TypedDocumentString<RunTraceSubscription, RunTraceSubscriptionVariables>;
+export const RunStepSummariesDocument = new TypedDocumentString(`
+    query RunStepSummaries($id: ID!, $afterSequence: Int = 0, $limit: Int = 200) {
+  run(id: $id) {
+    id
+    status
+    steps(afterSequence: $afterSequence, limit: $limit) {
+      ...RunStepSummaryFields
+    }
+  }
+}
+    fragment RunStepSummaryFields on RunStep {
+  sequence
+  kind
+  round
+  durationMs
+  messageCount
+  toolsOffered
+  content
+  thinking
+  finishReason
+  rawFinishReason
+  promptTokens
+  completionTokens
+  totalTokens
+  estimatedCost
+  requestedToolCalls {
+    id
+    name
+    arguments
+  }
+  pendingToolCalls {
+    id
+    name
+    arguments
+  }
+  decisions {
+    toolCallId
+    approved
+    reason
+    decidedBy
+  }
+  warnings
+  raw
+  toolCallId
+  toolName
+  toolArguments
+  toolResult
+  toolIsError
+  contextBudget
+  status
+  terminationReason
+  error
+}`) as unknown as TypedDocumentString<RunStepSummariesQuery, RunStepSummariesQueryVariables>;
+export const RunTraceSummariesDocument = new TypedDocumentString(`
+    subscription RunTraceSummaries($runId: ID!, $afterSequence: Int = 0) {
+  runTrace(runId: $runId, afterSequence: $afterSequence) {
+    ...RunStepSummaryFields
+  }
+}
+    fragment RunStepSummaryFields on RunStep {
+  sequence
+  kind
+  round
+  durationMs
+  messageCount
+  toolsOffered
+  content
+  thinking
+  finishReason
+  rawFinishReason
+  promptTokens
+  completionTokens
+  totalTokens
+  estimatedCost
+  requestedToolCalls {
+    id
+    name
+    arguments
+  }
+  pendingToolCalls {
+    id
+    name
+    arguments
+  }
+  decisions {
+    toolCallId
+    approved
+    reason
+    decidedBy
+  }
+  warnings
+  raw
+  toolCallId
+  toolName
+  toolArguments
+  toolResult
+  toolIsError
+  contextBudget
+  status
+  terminationReason
+  error
+}`) as unknown as TypedDocumentString<RunTraceSummariesSubscription, RunTraceSummariesSubscriptionVariables>;
+export const RunStepMessagesDocument = new TypedDocumentString(`
+    query RunStepMessages($id: ID!, $afterSequence: Int!) {
+  run(id: $id) {
+    id
+    steps(afterSequence: $afterSequence, limit: 1) {
+      sequence
+      messagesSent {
+        role
+        content
+        toolCalls {
+          id
+          name
+          arguments
+        }
+        toolCallId
+      }
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<RunStepMessagesQuery, RunStepMessagesQueryVariables>;
 export const RunDeltasDocument = new TypedDocumentString(`
     subscription RunDeltas($runId: ID!) {
   runDeltas(runId: $runId) {
