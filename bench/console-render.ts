@@ -149,7 +149,7 @@ async function main(): Promise<void> {
     const bigRun = await startRun('rounds=19 calls=105 delay=0 first=0');
     const bigSteps = await waitFinished(bigRun);
     const renders: number[] = [];
-    const replays: { requests: number; firstStartMs: number; lastEndMs: number }[] = [];
+    const replays: { requests: number; firstStartMs: number; lastEndMs: number; responseKb: number }[] = [];
     for (let turn = 0; turn < 3; turn += 1) {
       const page = await browser.context.newPage();
       await page.addInitScript({ content: signIn });
@@ -167,9 +167,15 @@ async function main(): Promise<void> {
       // Where the time went: the HTTP requests of the replay (their count, and when the last one ended).
       replays.push(
         await page.evaluate(() => {
-          const win = globalThis as unknown as { performance: { getEntriesByType(type: string): { name: string; responseEnd: number; fetchStart: number }[] } };
+          const win = globalThis as unknown as { performance: { getEntriesByType(type: string): { name: string; responseEnd: number; fetchStart: number; decodedBodySize: number }[] } };
           const requests = win.performance.getEntriesByType('resource').filter((entry) => entry.name.endsWith('/graphql'));
-          return { requests: requests.length, firstStartMs: Math.round(Math.min(...requests.map((entry) => entry.fetchStart))), lastEndMs: Math.round(Math.max(...requests.map((entry) => entry.responseEnd))) };
+          return {
+            requests: requests.length,
+            firstStartMs: Math.round(Math.min(...requests.map((entry) => entry.fetchStart))),
+            lastEndMs: Math.round(Math.max(...requests.map((entry) => entry.responseEnd))),
+            // The JSON the page received over HTTP (the replay's pages, the run, the messages an ASSEMBLED card reads).
+            responseKb: Math.round(requests.reduce((sum, entry) => sum + entry.decodedBodySize, 0) / 1024),
+          };
         }),
       );
       await page.close();
