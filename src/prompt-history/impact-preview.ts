@@ -15,7 +15,7 @@
  * comparator of list-order.ts.
  */
 import type { ConfigurationEntity } from '../configurations/configuration.entity';
-import { effectiveSystemPrompt, type SelectableSnippet, selectionPrompt } from '../prompt/effective-prompt';
+import { appendSnippetBlock, effectiveSystemPrompt, joinSnippetBlocks, type SelectableSnippet } from '../prompt/effective-prompt';
 import type { PromptSnippetEntity } from '../snippets/snippet.entity';
 import { insertInListOrder } from '../prompt/list-order';
 import { normalizeTag, parseSelectionTags, parseTags } from '../prompt/tags';
@@ -70,15 +70,18 @@ export function previewSnippetImpact(library: PromptLibrary, stored: PromptSnipp
   const impacts: PromptImpact[] = [];
   for (const configuration of textOnly ? library.usedBy(before) : library.configurationsSelecting(touched)) {
     const was = library.effectiveSystemPrompt(configuration);
-    // After a text-only edit every list keeps its rows, order, hidden flags and identifiers, so the
-    // selection (selectSnippets) is the current one with the edited row in place of the stored one.
-    const will = textOnly
-      ? selectionPrompt(
-          configuration.systemPrompt,
-          library.selectedSnippets(configuration).map((row) => (row.uid === before.uid ? after : row)),
-          blockOf,
-        )
-      : effectiveSystemPrompt(configuration.systemPrompt, parseSelectionTags(configuration.snippetTags), activeByTagAfter, blockOf);
+    let will: string;
+    if (textOnly) {
+      // After a text-only edit every list keeps its rows, order, hidden flags and identifiers, so the
+      // selection (selectSnippets) is the current one with the edited row in place of the stored one:
+      // its blocks are the current ones with the edited row's block in that place.
+      const at = library.selectedSnippets(configuration).findIndex((row) => row.uid === before.uid);
+      // (usedBy lists only configurations selecting it; one that does not keeps its prompt.)
+      if (at < 0) continue;
+      const blocks = [...library.selectedBlocks(configuration)];
+      blocks[at] = blockOf(after);
+      will = appendSnippetBlock(configuration.systemPrompt, joinSnippetBlocks(blocks));
+    } else will = effectiveSystemPrompt(configuration.systemPrompt, parseSelectionTags(configuration.snippetTags), activeByTagAfter, blockOf);
     if (was !== will) impacts.push({ configuration, before: was, after: will, diff: unifiedDiff(was, will, `${configuration.identifier} (now)`, `${configuration.identifier} (after the change)`) });
   }
   return impacts;

@@ -3,12 +3,13 @@
  * place the API (effectiveSystemPrompt, selectedSnippets, callOptions), runs,
  * releases and impact previews get them from. Each step is one rule of its
  * own module: the selection (effective-prompt `selectSnippets`), the snippet
- * block and its append (`composeSnippetBlock`, `appendSnippetBlock`), the call
+ * block and its append (`composeSnippetBlock`, `appendSnippetBlock`; a source
+ * may remember a selection's block, never compose it otherwise), the call
  * options (call-options `buildCallOptions`).
  */
 import type { PhpArray } from '../shared/php-json';
 import { buildCallOptions, type CallOptionsModel, readOptions } from './call-options';
-import { composeSnippetBlock, selectionPrompt, selectSnippets } from './effective-prompt';
+import { appendSnippetBlock, composeSnippetBlock, selectSnippets } from './effective-prompt';
 import type { IndexedSnippet } from './snippet-index';
 import { parseSelectionTags } from './tags';
 
@@ -37,6 +38,12 @@ export interface SnippetSelectionSource<S extends IndexedSnippet = IndexedSnippe
   selection(snippetTags: string, select: () => readonly S[]): readonly S[];
   /** A memo of `snippetBlock` (effective-prompt.ts), for a source that composes the same rows many times. */
   snippetBlock?(snippet: S): string;
+  /**
+   * A memo of the composed block of a selection (`compose` is `composeSnippetBlock` of
+   * `selection(snippetTags, …)`), kept exactly as long as that selection: for a source
+   * that composes the same configurations many times (the prompt library).
+   */
+  selectionBlock?(snippetTags: string, compose: () => string): string;
 }
 
 /** The snippets a configuration's tags select now (behaviour.md §4.1), from one index of active snippets. */
@@ -47,10 +54,16 @@ export function selectedSnippetsOf<S extends IndexedSnippet>(configuration: Pick
   });
 }
 
+/** The block of the snippets a configuration's tags select now (behaviour.md §4.2): `composeSnippetBlock` of `selectedSnippetsOf`. */
+export function selectedSnippetBlockOf<S extends IndexedSnippet>(configuration: Pick<PromptConfiguration, 'snippetTags'>, activeSnippets: SnippetSelectionSource<S>): string {
+  const compose = () => composeSnippetBlock(selectedSnippetsOf(configuration, activeSnippets), activeSnippets.snippetBlock?.bind(activeSnippets));
+  return activeSnippets.selectionBlock ? activeSnippets.selectionBlock(configuration.snippetTags, compose) : compose();
+}
+
 /** The configuration's prompt (or a per-run override) with its snippet block appended (behaviour.md §4). */
 export function effectiveSystemPromptOf<S extends IndexedSnippet>(configuration: Pick<PromptConfiguration, 'snippetTags' | 'systemPrompt'>, activeSnippets: SnippetSelectionSource<S>, override?: string | null): string {
   const prompt = override !== undefined && override !== null && override !== '' ? override : configuration.systemPrompt;
-  return selectionPrompt(prompt, selectedSnippetsOf(configuration, activeSnippets), activeSnippets.snippetBlock?.bind(activeSnippets));
+  return appendSnippetBlock(prompt, selectedSnippetBlockOf(configuration, activeSnippets));
 }
 
 /**
@@ -75,6 +88,6 @@ export function callOptionsOf<S extends IndexedSnippet>(configuration: PromptCon
     },
     model,
     overrides,
-    snippetBlock: composeSnippetBlock(selectedSnippetsOf(configuration, activeSnippets), activeSnippets.snippetBlock?.bind(activeSnippets)),
+    snippetBlock: selectedSnippetBlockOf(configuration, activeSnippets),
   });
 }

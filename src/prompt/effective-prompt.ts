@@ -91,14 +91,17 @@ export type SnippetBlockOf<S> = (snippet: S) => string;
  * `"\n\n"`. No snippet gives `""`.
  */
 export function composeSnippetBlock<S extends Pick<SelectableSnippet, 'name' | 'snippet'>>(selected: readonly S[], blockOf: SnippetBlockOf<S> = snippetBlock): string {
-  const blocks: string[] = [];
-  for (const snippet of selected) {
-    const block = blockOf(snippet);
-    if (block !== '') {
-      blocks.push(block);
-    }
-  }
-  return blocks.join('\n\n');
+  return joinSnippetBlocks(selected.map((snippet) => blockOf(snippet)));
+}
+
+/**
+ * The second half of `composeSnippetBlock`: the blocks of the selected
+ * snippets (`snippetBlock` of each, in order) joined with `"\n\n"`, empty
+ * ones left out. A caller holding the blocks of a selection (the prompt
+ * library) composes through this, never otherwise.
+ */
+export function joinSnippetBlocks(blocks: readonly string[]): string {
+  return (blocks.includes('') ? blocks.filter((block) => block !== '') : blocks).join('\n\n');
 }
 
 /**
