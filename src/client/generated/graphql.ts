@@ -293,61 +293,6 @@ export class TypedDocumentString<TResult, TVariables>
     return this.value;
   }
 }
-export const RunStepFieldsFragmentDoc = new TypedDocumentString(`
-    fragment RunStepFields on RunStep {
-  sequence
-  kind
-  round
-  durationMs
-  messagesSent {
-    role
-    content
-    toolCalls {
-      id
-      name
-      arguments
-    }
-    toolCallId
-  }
-  messageCount
-  toolsOffered
-  content
-  thinking
-  finishReason
-  rawFinishReason
-  promptTokens
-  completionTokens
-  totalTokens
-  estimatedCost
-  requestedToolCalls {
-    id
-    name
-    arguments
-  }
-  pendingToolCalls {
-    id
-    name
-    arguments
-  }
-  decisions {
-    toolCallId
-    approved
-    reason
-    decidedBy
-  }
-  warnings
-  raw
-  toolCallId
-  toolName
-  toolArguments
-  toolResult
-  toolIsError
-  contextBudget
-  status
-  terminationReason
-  error
-}
-    `, {"fragmentName":"RunStepFields"}) as unknown as TypedDocumentString<RunStepFieldsFragment, unknown>;
 export const RunStepSummaryFieldsFragmentDoc = new TypedDocumentString(`
     fragment RunStepSummaryFields on RunStep {
   sequence
@@ -393,6 +338,63 @@ export const RunStepSummaryFieldsFragmentDoc = new TypedDocumentString(`
   error
 }
     `, {"fragmentName":"RunStepSummaryFields"}) as unknown as TypedDocumentString<RunStepSummaryFieldsFragment, unknown>;
+export const RunStepFieldsFragmentDoc = new TypedDocumentString(`
+    fragment RunStepFields on RunStep {
+  ...RunStepSummaryFields
+  messagesSent {
+    role
+    content
+    toolCalls {
+      id
+      name
+      arguments
+    }
+    toolCallId
+  }
+}
+    fragment RunStepSummaryFields on RunStep {
+  sequence
+  kind
+  round
+  durationMs
+  messageCount
+  toolsOffered
+  content
+  thinking
+  finishReason
+  rawFinishReason
+  promptTokens
+  completionTokens
+  totalTokens
+  estimatedCost
+  requestedToolCalls {
+    id
+    name
+    arguments
+  }
+  pendingToolCalls {
+    id
+    name
+    arguments
+  }
+  decisions {
+    toolCallId
+    approved
+    reason
+    decidedBy
+  }
+  warnings
+  raw
+  toolCallId
+  toolName
+  toolArguments
+  toolResult
+  toolIsError
+  contextBudget
+  status
+  terminationReason
+  error
+}`, {"fragmentName":"RunStepFields"}) as unknown as TypedDocumentString<RunStepFieldsFragment, unknown>;
 export const RunSummaryFieldsFragmentDoc = new TypedDocumentString(`
     fragment RunSummaryFields on AgentRun {
   id
@@ -677,10 +679,7 @@ export const RunStepsDocument = new TypedDocumentString(`
   }
 }
     fragment RunStepFields on RunStep {
-  sequence
-  kind
-  round
-  durationMs
+  ...RunStepSummaryFields
   messagesSent {
     role
     content
@@ -691,6 +690,12 @@ export const RunStepsDocument = new TypedDocumentString(`
     }
     toolCallId
   }
+}
+fragment RunStepSummaryFields on RunStep {
+  sequence
+  kind
+  round
+  durationMs
   messageCount
   toolsOffered
   content
@@ -736,10 +741,7 @@ export const RunTraceDocument = new TypedDocumentString(`
   }
 }
     fragment RunStepFields on RunStep {
-  sequence
-  kind
-  round
-  durationMs
+  ...RunStepSummaryFields
   messagesSent {
     role
     content
@@ -750,6 +752,12 @@ export const RunTraceDocument = new TypedDocumentString(`
     }
     toolCallId
   }
+}
+fragment RunStepSummaryFields on RunStep {
+  sequence
+  kind
+  round
+  durationMs
   messageCount
   toolsOffered
   content
