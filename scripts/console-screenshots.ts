@@ -59,6 +59,16 @@ async function main(): Promise<void> {
     await page.click('[data-step-kind="LLM"] details.thinking summary');
     await page.screenshot({ path: path.join(output, 'run-trace.png'), fullPage: true });
 
+    const waiting = await gql<{ startRun: { id: string } }>(
+      'mutation { startRun(input: {configuration: "demo-assistant", prompt: "What is 17 * 23?", tools: ["calculator"], approvalRequired: ["calculator"], approvalTimeoutSeconds: 900}) { id } }',
+    );
+    await page.goto(`${base}/runs/${waiting.startRun.id}`);
+    await page.waitForSelector('[data-approval-deadline]');
+    await page.click('[data-step-kind="REQUEST"] details.messages-sent summary');
+    await page.waitForSelector('[data-step-kind="REQUEST"] ol.messages');
+    await page.screenshot({ path: path.join(output, 'run-approval.png'), fullPage: true });
+    await gql('mutation($id: ID!) { cancelRun(id: $id) { status } }', { id: waiting.startRun.id });
+
     await page.goto(`${base}/runs`);
     await page.waitForSelector(`[data-run-id="${startRun.id}"]`);
     await page.screenshot({ path: path.join(output, 'runs.png') });
