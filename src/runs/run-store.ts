@@ -389,16 +389,19 @@ export class RunStore {
   /**
    * Renews the leases of the runs this instance still executes. A run whose
    * loop is gone (it could not store its END) is not renewed: its lease goes
-   * stale and housekeeping closes it.
+   * stale and housekeeping closes it. Returns how many leases were renewed
+   * (fewer than asked: another instance took some over).
    */
-  async heartbeat(instanceId: string, runUids: readonly number[]): Promise<void> {
-    if (runUids.length === 0) return;
-    await this.dataSource
+  async heartbeat(instanceId: string, runUids: readonly number[]): Promise<number> {
+    if (runUids.length === 0) return 0;
+    const result = await this.dataSource
       .createQueryBuilder()
       .update(RunLeaseEntity)
       .set({ heartbeatAt: unixNow() })
       .where('instance_id = :instanceId AND run_uid IN (:...runUids)', { instanceId, runUids: [...runUids] })
       .execute();
+    // Rows matched (mysql2 connects with FOUND_ROWS; SQLite counts every row the UPDATE touched).
+    return result.affected ?? 0;
   }
 
   /** The oldest heartbeat (unix seconds) of a lease another instance holds on an open run of this service; null when there is none. */

@@ -23,6 +23,7 @@ import { unixNow } from '../shared/time';
 import type { ApprovalStep, EndStep, RequestedToolCall, RunDelta, RunStep } from './engine/run-step';
 import { RunReader, type RunView } from './run-reader';
 import { RunPreparer, type PreparedRun, type StartRunRequest, type StoredRunRequest } from './run-preparer';
+import { LeaseClock } from './lease-clock';
 import { LeaseLostError, RunStore, type RunEndedHook, type RunProvenance } from './run-store';
 import type { ExternalToolSource, ToolInfo, ToolRegistry } from './tools/tool-registry';
 import { preciseNow, type RunObservation, type RunObserver } from '../operations/run-observer';
@@ -87,6 +88,8 @@ export class RunService {
   private readonly preparer: RunPreparer;
   readonly instanceId = crypto.randomUUID();
   private readonly active = new Map<string, ActiveRun>();
+  /** How long this instance may count on the leases of the runs it drives (lets a TOOL step's write overlap the next call). */
+  private readonly leases: LeaseClock;
   private heartbeatTimer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -104,6 +107,7 @@ export class RunService {
   ) {
     this.store = new RunStore(dataSource, options.onRunEnded ?? null);
     this.preparer = new RunPreparer(configurations, models, providers, snippets, skills, releases, tools, logger, options);
+    this.leases = new LeaseClock(options.leaseSeconds ?? DEFAULT_LEASE_SECONDS);
     this.reader = new RunReader(this.store, bus, { has: (uuid) => this.active.has(uuid), dryRun: (uuid) => this.active.get(uuid)?.dryRun }, options);
   }
 
@@ -132,12 +136,14 @@ export class RunService {
     const provenance: RunProvenance = release
       ? { releaseId: release.id, label: release.label, snippets: release.snippets }
       : { releaseId: null, label: null, snippets: await this.releases.composedVersions(prepared.composedSnippets) };
+    const leaseAt = Date.now();
     const row = await this.store.createRun(
       { uuid: crypto.randomUUID(), configurationUid: prepared.configuration.uid, configurationIdentifier: prepared.configuration.identifier },
       this.instanceId,
       JSON.stringify(stored),
       provenance,
     );
+    this.leases.taken(row.uid, leaseAt);
     this.drive(row, prepared, null, origin.trace ?? null);
     this.logger.info({ runId: row.uuid, configuration: prepared.configuration.identifier, release: release?.id, dryRun: prepared.dryRun, by: caller.name }, 'run started');
     return { row, dryRun: prepared.dryRun, finalContent: null, error: null, pendingToolCalls: [] };
@@ -168,6 +174,7 @@ export class RunService {
     };
     const lastSequence = resume ? (resume.steps[resume.steps.length - 1]?.sequence ?? 0) : 0;
     const done = this.execute(row, input, lastSequence, observation).finally(() => {
+      this.leases.released(row.uid);
       stopListening();
       this.active.delete(row.uuid);
     });
@@ -192,6 +199,7 @@ export class RunService {
       if (input.resume === undefined) await this.withStoreRetries(row, 'mark the run running', () => this.store.markRunning(row.uid));
       const outcome = await driveRun(input, {
         recordStep,
+        mayOverlapToolCall: () => this.leases.mayOverlap(row.uid),
         onDelta: (delta: RunDelta) => this.bus.publish(row.uuid, { type: 'delta', delta }),
         logger: { warn: (obj, msg) => this.logger.warn({ runId: row.uuid, ...obj }, msg), error: (obj, msg) => this.logger.error({ runId: row.uuid, ...obj }, msg) },
       });
@@ -247,7 +255,9 @@ export class RunService {
       }),
     };
     const last = steps[steps.length - 1]?.sequence ?? 0;
+    const leaseAt = Date.now();
     const decided = await this.store.resumeWithDecisions(row.uid, last + 1, step, this.instanceId);
+    if (decided) this.leases.taken(row.uid, leaseAt);
     if (!decided) throw new ConflictError('The run is no longer waiting for approval (decided or cancelled meanwhile)', 'runId');
     this.bus.publish(row.uuid, { type: 'step', step: decided });
     this.logger.info({ runId: row.uuid, by: caller.name, approved: step.decisions!.filter((d) => d.approved).length, denied: step.decisions!.filter((d) => !d.approved).length }, 'tool calls decided');
@@ -280,8 +290,10 @@ export class RunService {
         continue;
       }
       const step = approvalTimeoutStep(pending, progress.round, stored.request.approvalTimeoutSeconds ?? null);
+      const leaseAt = Date.now();
       const decided = await this.store.resumeWithDecisions(row.uid, last + 1, step, this.instanceId, now);
       if (!decided) continue;
+      this.leases.taken(row.uid, leaseAt);
       this.bus.publish(row.uuid, { type: 'step', step: decided });
       this.logger.info({ runId: row.uuid, pending: pending.length }, 'approval timed out; the pending calls are refused');
       handled += 1;
@@ -444,8 +456,13 @@ export class RunService {
     if (this.heartbeatTimer) return;
     this.heartbeatTimer = setInterval(() => {
       const uids = [...this.active.values()].map((run) => run.uid);
+      const heartbeatAt = Date.now();
       const work = this.store
         .heartbeat(this.instanceId, uids)
+        .then((renewed) => {
+          // Fewer renewed than asked: some run was taken over; which one is unknown here, so none counts as safe for now.
+          if (renewed === uids.length) this.leases.renewed(uids, heartbeatAt);
+        })
         .then(() => this.recoverInterrupted())
         .then(() => this.expireApprovals())
         .then(() => this.scheduleTakeoverCheck());
@@ -525,7 +542,9 @@ export class RunService {
         }
         continue;
       }
+      const leaseAt = Date.now();
       if (!(await this.store.claimOrphan(row.uid, this.instanceId, this.leaseSeconds))) continue;
+      this.leases.taken(row.uid, leaseAt);
       const current = await this.store.findRun(row.uuid);
       if (!current || (current.status !== 'QUEUED' && current.status !== 'RUNNING')) continue;
       if (current.status === 'QUEUED') await this.store.markRunning(current.uid);

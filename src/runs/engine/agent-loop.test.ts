@@ -12,6 +12,7 @@ import {
   clampMaxRounds,
   driveRun,
   runAgentLoop,
+  RunTakenOver,
   type AgentLoopHooks,
   type AgentLoopInput,
   type AgentLoopLogger,
@@ -1147,5 +1148,151 @@ describe('hooks', () => {
       { recordStep: () => Promise.resolve(), logger },
     );
     expect(outcome.status).toBe('COMPLETED');
+  });
+});
+
+describe("a turn's next call overlapping the previous TOOL step's write", () => {
+  interface Deferred {
+    promise: Promise<void>;
+    resolve(): void;
+    reject(error: unknown): void;
+  }
+  const deferred = (): Deferred => {
+    let resolve!: () => void;
+    let reject!: (error: unknown) => void;
+    const promise = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
+    return { promise, resolve, reject };
+  };
+
+  /** A run whose model asks for `calls` `probe` calls in one turn, then answers; TOOL step writes wait on `writes`. */
+  function overlapRun(options: { calls: number; mayOverlap: boolean; probe: ToolRegistration['execute']; writeOf?: (index: number) => Promise<void>; signal?: AbortSignal }) {
+    const events: string[] = [];
+    const steps: RunStep[] = [];
+    let inFlight = 0;
+    let maxInFlight = 0;
+    let toolWrites = 0;
+    const probe: ToolRegistration = { name: 'probe', description: 'Probes.', parameters: { type: 'object', properties: { n: { type: 'integer' } } }, enabledByDefault: true, execute: options.probe };
+    const hooks: AgentLoopHooks = {
+      recordStep: async (step) => {
+        inFlight += 1;
+        maxInFlight = Math.max(maxInFlight, inFlight);
+        try {
+          if (step.kind === 'tool') {
+            const index = toolWrites++;
+            events.push(`write ${index} begins`);
+            await (options.writeOf?.(index) ?? Promise.resolve());
+            events.push(`write ${index} ends`);
+          }
+          steps.push(structuredClone(step));
+        } finally {
+          inFlight -= 1;
+        }
+      },
+      mayOverlapToolCall: () => options.mayOverlap,
+      logger: { warn: jest.fn(), error: jest.fn() },
+    };
+    const input: AgentLoopInput = {
+      adapter: createScriptedAdapter([{ toolCalls: Array.from({ length: options.calls }, (_, n) => toolCall('probe', { n }, `c${n}`)) }, { content: 'done' }]),
+      model: { contextLength: 0, maxOutputTokens: 0, prices: null },
+      callOptions: { model: 'm' },
+      systemPrompt: '',
+      prompt: 'Probe.',
+      tools: { registry: createToolRegistry([probe]) },
+      ...(options.signal ? { signal: options.signal } : {}),
+    };
+    return { result: driveRun(input, hooks), events, steps, maxInFlight: () => maxInFlight };
+  }
+
+  it('starts the next call while the previous step is written, and still stores the steps one at a time, in order', async () => {
+    const writes = [deferred(), deferred(), deferred()];
+    const run = overlapRun({
+      calls: 3,
+      mayOverlap: true,
+      probe: (args) => {
+        run.events.push(`call ${String(args.n)}`);
+        // The write of the previous call's step is released only once this call is under way.
+        const n = Number(args.n);
+        if (n > 0) setTimeout(() => writes[n - 1]!.resolve(), 5);
+        return Promise.resolve(`probed ${String(args.n)}`);
+      },
+      writeOf: (index) => (index === 2 ? Promise.resolve() : writes[index]!.promise),
+    });
+    const outcome = await run.result;
+    expect(outcome).toMatchObject({ status: 'COMPLETED', terminationReason: 'completed' });
+    expect(run.events).toEqual(['call 0', 'write 0 begins', 'call 1', 'write 0 ends', 'write 1 begins', 'call 2', 'write 1 ends', 'write 2 begins', 'write 2 ends']);
+    expect(run.maxInFlight()).toBe(1);
+    expect(ofKind(run.steps, 'tool').map((step) => [step.toolCallId, step.toolResult])).toEqual([
+      ['c0', 'probed 0'],
+      ['c1', 'probed 1'],
+      ['c2', 'probed 2'],
+    ]);
+    expect(kinds(run.steps)).toEqual(['context@1', 'request@1', 'llm@1', 'tool@1', 'tool@1', 'tool@1', 'context@2', 'request@2', 'llm@2', 'end@2']);
+  });
+
+  it('waits for each step to be stored before the next call when the lease is not known to be safe', async () => {
+    const run = overlapRun({
+      calls: 3,
+      mayOverlap: false,
+      probe: (args) => {
+        run.events.push(`call ${String(args.n)}`);
+        return Promise.resolve('ok');
+      },
+      writeOf: () => new Promise((resolve) => setTimeout(resolve, 2)),
+    });
+    await run.result;
+    expect(run.events).toEqual(['call 0', 'write 0 begins', 'write 0 ends', 'call 1', 'write 1 begins', 'write 1 ends', 'call 2', 'write 2 begins', 'write 2 ends']);
+  });
+
+  it('aborts the overlapping call when the previous write finds the run taken over, and stops without an END', async () => {
+    const write = deferred();
+    let aborted = false;
+    const run = overlapRun({
+      calls: 2,
+      mayOverlap: true,
+      probe: (args, context) => {
+        if (args.n === 0) return Promise.resolve('first');
+        setTimeout(() => write.reject(new RunTakenOver()), 5);
+        // A remote call that only ends when it is aborted.
+        return new Promise((_, reject) => context.signal.addEventListener('abort', () => ((aborted = true), reject(new Error('aborted')))));
+      },
+      writeOf: (index) => (index === 0 ? write.promise : Promise.resolve()),
+    });
+    expect(await run.result).toEqual({ status: 'TAKEN_OVER' });
+    expect(aborted).toBe(true);
+    expect(run.steps.map((step) => step.kind)).toEqual(['context', 'request', 'llm']);
+  });
+
+  it('ends the run as failed when the previous write fails for good, without storing the overlapping call', async () => {
+    const write = deferred();
+    const run = overlapRun({
+      calls: 2,
+      mayOverlap: true,
+      probe: (args, context) => {
+        if (args.n === 0) return Promise.resolve('first');
+        setTimeout(() => write.reject(new Error('database gone')), 5);
+        return new Promise((_, reject) => context.signal.addEventListener('abort', () => reject(new Error('aborted'))));
+      },
+      writeOf: (index) => (index === 0 ? write.promise : Promise.resolve()),
+    });
+    expect(await run.result).toMatchObject({ status: 'FAILED', terminationReason: 'error' });
+    expect(run.steps.map((step) => step.kind)).toEqual(['context', 'request', 'llm', 'end']);
+  });
+
+  it('stores the pending step before the END when the run is cancelled during the overlapping call', async () => {
+    const controller = new AbortController();
+    const run = overlapRun({
+      calls: 2,
+      mayOverlap: true,
+      signal: controller.signal,
+      probe: (args) => {
+        if (args.n === 0) return Promise.resolve('first');
+        setTimeout(() => controller.abort(), 5);
+        return new Promise(() => undefined);
+      },
+      writeOf: () => new Promise((resolve) => setTimeout(resolve, 20)),
+    });
+    expect(await run.result).toMatchObject({ status: 'CANCELLED', terminationReason: 'cancelled' });
+    expect(run.steps.map((step) => step.kind)).toEqual(['context', 'request', 'llm', 'tool', 'end']);
+    expect(run.maxInFlight()).toBe(1);
   });
 });

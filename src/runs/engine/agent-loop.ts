@@ -40,6 +40,7 @@ import type {
   RunDelta,
   RunStep,
   TerminationReason,
+  ToolStep,
 } from './run-step';
 import { SKILL_BLOCK_MAX_BYTES, buildSkillBlock, injectSkillBlock, type SkillBlock, type SkillInput } from '../../prompt/skill-block';
 import { boundToolResult } from './tool-result';
@@ -209,6 +210,15 @@ export interface AgentLoopHooks {
    * once without an END (another instance drives it now).
    */
   recordStep(step: RunStep, extras?: StepExtras): Promise<void>;
+  /**
+   * Whether the next tool call of a turn may start while the previous call's
+   * TOOL step is still being written (see `AgentLoopRun.executeToolCall`):
+   * true only while this process knows its hold on the run to be safe from
+   * a takeover (its lease renewed recently enough), so that no other
+   * instance can be driving the run when the call goes out. Absent or
+   * false: every step is stored before the next action starts.
+   */
+  mayOverlapToolCall?(): boolean;
   /** Streamed output while a call streams (`input.stream`); exceptions thrown here are logged and ignored. */
   onDelta?(delta: RunDelta): void;
   logger: AgentLoopLogger;
@@ -390,6 +400,12 @@ class BudgetExhausted extends Error {
  */
 class AgentLoopRun {
   private progress: RunProgress = initialProgress();
+  /**
+   * The write of the last TOOL step, while the next call of the same turn
+   * runs (`executeToolCall`); settled before anything else is recorded, so
+   * steps are stored one at a time and in order.
+   */
+  private toolStepWrite: Promise<void> | null = null;
   private readonly signal: AbortSignal;
   private readonly maxRounds: number;
   private readonly offered: ToolRegistration[];
@@ -436,8 +452,13 @@ class AgentLoopRun {
     try {
       outcome = await this.run();
     } catch (error) {
-      if (error instanceof RunTakenOver) return { status: 'TAKEN_OVER' };
-      outcome = this.outcomeOfError(error);
+      // A TOOL step still being written when the run stopped (cancelled, a call that failed to start) is stored first.
+      const writeError = await this.settleToolStepWrite().then(
+        () => null,
+        (failure: unknown) => failure,
+      );
+      if (error instanceof RunTakenOver || writeError instanceof RunTakenOver) return { status: 'TAKEN_OVER' };
+      outcome = this.outcomeOfError(writeError ?? error);
     }
     if (outcome.status === 'WAITING_FOR_APPROVAL') return outcome;
     const end: EndStep = { kind: 'end', round: this.progress.round, durationMs: 0, ...outcome };
@@ -476,6 +497,8 @@ class AgentLoopRun {
     for (;;) {
       this.throwIfCancelled();
       const action = nextAction(this.progress, this.rules, afterCrash);
+      // Only the next call of the same turn overlaps the previous call's TOOL step write.
+      if (action.kind !== 'run_tool') await this.settleToolStepWrite();
       switch (action.kind) {
         case 'call_model':
           await this.callModel(action.round, action.withTools ? this.definitions : []);
@@ -628,9 +651,22 @@ class AgentLoopRun {
     }
   }
 
-  /** Runs one call of the open turn (or answers it with `refusal`), then records its `tool` step. */
+  /**
+   * Runs one call of the open turn (or answers it with `refusal`), then
+   * records its `tool` step.
+   *
+   * When the previous call's TOOL step is still being written and
+   * `hooks.mayOverlapToolCall()` allows it, this call starts at once instead
+   * of waiting for that write (on MySQL a commit is about as long as a fast
+   * remote call): the previous step is still stored and published before
+   * this one, and if its write fails (the lease was lost, the database is
+   * gone) this call is aborted and the run stops as it would have. Without
+   * that permission the write is awaited first, as for every other step.
+   */
   private async executeToolCall(call: RequestedToolCall, refused: string | null, afterApproval: boolean): Promise<void> {
     this.throwIfCancelled();
+    if (this.toolStepWrite !== null && this.hooks.mayOverlapToolCall?.() !== true) await this.settleToolStepWrite();
+    const previousWrite = this.toolStepWrite;
     const name = call.name;
     const text = transcriptArguments(call);
     const parsed = parseToolArguments(text);
@@ -657,13 +693,19 @@ class AgentLoopRun {
       if (!check.ok) {
         result = `Error: invalid arguments for tool "${name}": ${check.message}`;
       } else {
+        // Overlapping a write: a failed write aborts this call as a cancel would.
+        const writeFailed = previousWrite === null ? null : new AbortController();
+        previousWrite?.catch(() => writeFailed?.abort());
+        const signal = writeFailed === null ? this.signal : AbortSignal.any([this.signal, writeFailed.signal]);
         const started = performance.now();
         try {
-          const context = { signal: this.signal, remoteCallsMade: this.progress.remoteCallsMade, countRemoteCall: () => void (remoteCall = true) };
+          const context = { signal, remoteCallsMade: this.progress.remoteCallsMade, countRemoteCall: () => void (remoteCall = true) };
           const running = (async () => tool.execute(check.args, context))();
-          result = await raceAbort(running, this.signal);
+          result = await raceAbort(running, signal);
           isError = false;
         } catch (error) {
+          // The write's own error (RunTakenOver, the database) is what stops the run.
+          if (writeFailed?.signal.aborted === true) await this.settleToolStepWrite();
           if (error instanceof RunCancelled || this.signal.aborted) {
             throw new RunCancelled();
           }
@@ -679,7 +721,8 @@ class AgentLoopRun {
       }
     }
 
-    await this.record({
+    await this.settleToolStepWrite();
+    const step: ToolStep = {
       kind: 'tool',
       round: this.progress.round,
       durationMs,
@@ -689,7 +732,24 @@ class AgentLoopRun {
       toolResult: boundToolResult(result),
       toolIsError: isError,
       ...(remoteCall ? { remoteCall: true as const } : {}),
-    });
+    };
+    // Written in the background; the next action settles it (or overlaps it, if it is the turn's next call).
+    const write = this.hooks.recordStep(step);
+    write.catch(() => undefined);
+    this.toolStepWrite = write;
+    applyStep(this.progress, step, this.rules, {});
+    this.throwIfCancelled();
+  }
+
+  /** Waits for the TOOL step being written, if any; rethrows its failure. */
+  private async settleToolStepWrite(): Promise<void> {
+    const write = this.toolStepWrite;
+    if (write === null) return;
+    try {
+      await write;
+    } finally {
+      this.toolStepWrite = null;
+    }
   }
 
   /**
