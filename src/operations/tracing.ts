@@ -4,10 +4,16 @@
  * without one, nothing of the SDK is loaded and nothing runs.
  *
  * Spans:
- * - the HTTP request (`POST /graphql`, kind SERVER), child of the client's
- *   W3C `traceparent` when it sends one;
- * - the GraphQL operation (`mutation StartRun`), child of the HTTP span;
- * - per run `invoke_agent <configuration>`, child of the operation that
+ * - one per GraphQL request over HTTP, kind SERVER, child of the client's W3C
+ *   `traceparent` when it sends one. It opens as `POST /graphql` with the
+ *   HTTP attributes; once the operation is resolved it carries
+ *   `graphql.operation.type` / `.name` and is named by the operation's type
+ *   (`query`, `mutation`), as the GraphQL conventions name their server span
+ *   (the operation name is the client's free text: an attribute, not part of
+ *   the name, so span names stay a small fixed set). One span, not an HTTP
+ *   span with a GraphQL child: the same information for half the SDK's work
+ *   on every request;
+ * - per run `invoke_agent <configuration>`, child of the request that
  *   started it, with one `chat <model>` child per model call and one
  *   `execute_tool <tool>` per tool call. Their times and usage are the stored
  *   steps' (a chat span ends when its LLM step was produced and lasts its
@@ -24,7 +30,7 @@
  * OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ApolloServerPlugin } from '@apollo/server';
+import type { ApolloServerPlugin, GraphQLRequestListener } from '@apollo/server';
 import { defaultTextMapGetter, diag, DiagLogLevel, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter as OTLPJsonTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -61,7 +67,7 @@ import type { ObservedRun, RunObservation, RunObserver } from './run-observer';
 export interface Tracing extends RunObserver {
   /** Opens the request's server span, hands it to `handle` (for the GraphQL context), ends it with the response. */
   traceRequest<T>(request: IncomingMessage, response: ServerResponse, handle: (trace: unknown) => Promise<T>): Promise<T>;
-  /** The GraphQL operation's span, below the request's; it becomes the context's `trace` for the resolvers. */
+  /** Gives the request's span its GraphQL operation (attributes, name) and the answer's error code. */
   apolloPlugin: ApolloServerPlugin<GraphQLContext>;
   /** Sends what is queued (bounded in time), then stops. */
   shutdown(): Promise<void>;
@@ -96,6 +102,58 @@ function requestSpanShape(method: string, path: string): { name: string; attribu
   }
   return shape;
 }
+
+/**
+ * The request span's `error.type` and status. The GraphQL error code of a
+ * resolved operation (`BAD_USER_INPUT`, `TOO_MANY_REQUESTS` …) is the more
+ * specific type and wins; without one, a 5xx response's status code is the
+ * type (HTTP conventions). Status ERROR for a 5xx response or an
+ * INTERNAL_SERVER_ERROR; a client's mistake (4xx, a refused input) is not the
+ * server's error.
+ */
+export function requestSpanOutcome(httpStatus: number, graphqlCode: string | null): { errorType: string | null; error: boolean } {
+  const serverError = httpStatus >= 500;
+  return {
+    errorType: graphqlCode ?? (serverError ? String(httpStatus) : null),
+    error: serverError || graphqlCode === 'INTERNAL_SERVER_ERROR',
+  };
+}
+
+/** The request's span as it travels in the GraphQL context (opaque to everyone else): the span, and what the operation adds to it. */
+class RequestTrace {
+  /** The first error's code in the answer of a resolved operation. */
+  graphqlCode: string | null = null;
+  resolved = false;
+  constructor(readonly span: Span) {}
+
+  /** The response is complete (or its connection dropped): the span ends with its status code. */
+  end(httpStatus: number): void {
+    const { errorType, error } = requestSpanOutcome(httpStatus, this.graphqlCode);
+    this.span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, httpStatus);
+    if (errorType !== null) this.span.setAttribute(ATTR_ERROR_TYPE, errorType);
+    if (error) this.span.setStatus({ code: SpanStatusCode.ERROR });
+    this.span.end();
+  }
+}
+
+/** One listener for every traced request: its state is the context's RequestTrace, so nothing is allocated per request here. */
+const operationListener: GraphQLRequestListener<GraphQLContext> = {
+  async didResolveOperation({ contextValue, operation, operationName }) {
+    const request = contextValue.trace as RequestTrace;
+    if (!operation) return;
+    const type = operation.operation;
+    request.resolved = true;
+    request.span.setAttribute(ATTR_GRAPHQL_OPERATION_TYPE, type);
+    if (operationName) request.span.setAttribute(ATTR_GRAPHQL_OPERATION_NAME, operationName);
+    request.span.updateName(type);
+  },
+  async willSendResponse({ contextValue, response }) {
+    const request = contextValue.trace as RequestTrace;
+    if (!request.resolved || response.body.kind !== 'single') return;
+    const code = response.body.singleResult.errors?.[0]?.extensions?.code;
+    if (typeof code === 'string') request.graphqlCode = code;
+  },
+};
 
 export function startTracing(config: TracingConfig, logger: Logger): Tracing {
   // The SDK reports export failures through its diagnostic logger: to the log, as warnings, without the headers.
@@ -136,52 +194,20 @@ export function startTracing(config: TracingConfig, logger: Logger): Tracing {
       // Only a client that sends a traceparent has a parent to extract; most send none.
       const parent = request.headers.traceparent === undefined ? ROOT_CONTEXT : propagator.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter);
       const { name, attributes } = requestSpanShape(request.method ?? 'GET', path);
-      const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
-      if (!span.isRecording()) return handle(span);
+      const requestTrace = new RequestTrace(tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent));
+      // Not sampled: nothing to add or end; the span still carries the trace context (and its decision) to a run.
+      if (!requestTrace.span.isRecording()) return handle(requestTrace);
       // 'close' follows 'finish' when the response is complete, and comes alone when the connection dropped: one listener serves both.
-      response.once('close', () => {
-        const status = response.statusCode;
-        if (status >= 500) {
-          span.setAttributes({ [ATTR_HTTP_RESPONSE_STATUS_CODE]: status, [ATTR_ERROR_TYPE]: String(status) });
-          span.setStatus({ code: SpanStatusCode.ERROR });
-        } else {
-          span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
-        }
-        span.end();
-      });
-      return handle(span);
+      response.once('close', () => requestTrace.end(response.statusCode));
+      return handle(requestTrace);
     },
     apolloPlugin: {
       async requestDidStart({ contextValue }) {
-        const requestSpan = contextValue.trace instanceof Object ? (contextValue.trace as Span) : null;
-        // Not sampled: the operation's span would not be either (a child follows its parent's trace and decision),
-        // and the resolvers keep the request's span, which carries the same trace context.
-        if (!requestSpan?.isRecording()) return;
-        let operationSpan: Span | null = null;
-        return {
-          async didResolveOperation({ operation, operationName }) {
-            if (!operation) return;
-            const type = operation.operation;
-            const attributes: Attributes = { [ATTR_GRAPHQL_OPERATION_TYPE]: type };
-            if (operationName) attributes[ATTR_GRAPHQL_OPERATION_NAME] = operationName;
-            operationSpan = tracer.startSpan(operationName ? `${type} ${operationName}` : type, { kind: SpanKind.INTERNAL, attributes }, trace.setSpan(ROOT_CONTEXT, requestSpan));
-            // The resolvers of this operation (startRun) see it as the request's trace.
-            contextValue.trace = operationSpan;
-          },
-          async willSendResponse({ response }) {
-            if (!operationSpan) return;
-            const errors = response.body.kind === 'single' ? response.body.singleResult.errors : undefined;
-            const code = errors?.[0]?.extensions?.code;
-            if (typeof code === 'string') {
-              operationSpan.setAttribute(ATTR_ERROR_TYPE, code);
-              if (code === 'INTERNAL_SERVER_ERROR') operationSpan.setStatus({ code: SpanStatusCode.ERROR });
-            }
-            operationSpan.end();
-          },
-        };
+        // Not sampled (or not traced): nothing to add to the span.
+        return contextValue.trace instanceof RequestTrace && contextValue.trace.span.isRecording() ? operationListener : undefined;
       },
     },
-    runStarted: (run) => observeRun(tracer, run, run.requestTrace instanceof Object ? trace.setSpan(ROOT_CONTEXT, run.requestTrace as Span) : ROOT_CONTEXT, config.captureMessageContent),
+    runStarted: (run) => observeRun(tracer, run, run.requestTrace instanceof RequestTrace ? trace.setSpan(ROOT_CONTEXT, run.requestTrace.span) : ROOT_CONTEXT, config.captureMessageContent),
     runClosed: () => undefined,
     async shutdown() {
       await Promise.race([provider.shutdown().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, SHUTDOWN_TIMEOUT_MS).unref())]);
@@ -199,16 +225,22 @@ const UNRECORDED_RUN: RunObservation = { step: () => undefined, finish: () => un
 
 /** The spans of one run, built from its steps as they are stored. */
 function observeRun(tracer: Tracer, run: ObservedRun, parent: Context, capture: boolean): RunObservation {
-  const common: Attributes = {
-    [ATTR_GEN_AI_CONVERSATION_ID]: run.runId,
-    ...(run.providerType ? { [ATTR_GEN_AI_PROVIDER_NAME]: PROVIDER_NAMES[run.providerType] ?? run.providerType } : {}),
-    ...(run.model ? { [ATTR_GEN_AI_REQUEST_MODEL]: run.model } : {}),
-  };
+  // Made once per run and written as fixed-shape literals (no spreads): an absent value is `undefined`, which the SDK skips.
+  const provider = run.providerType ? (PROVIDER_NAMES[run.providerType] ?? run.providerType) : undefined;
+  const model = run.model ?? undefined;
+  const chatName = model ? `chat ${model}` : 'chat';
   const agent = tracer.startSpan(
     `invoke_agent ${run.configuration}`,
     {
       kind: SpanKind.INTERNAL,
-      attributes: { ...common, [ATTR_GEN_AI_OPERATION_NAME]: 'invoke_agent', [ATTR_GEN_AI_AGENT_NAME]: run.configuration, 'promptwire.run.dry_run': run.dryRun },
+      attributes: {
+        [ATTR_GEN_AI_CONVERSATION_ID]: run.runId,
+        [ATTR_GEN_AI_PROVIDER_NAME]: provider,
+        [ATTR_GEN_AI_REQUEST_MODEL]: model,
+        [ATTR_GEN_AI_OPERATION_NAME]: 'invoke_agent',
+        [ATTR_GEN_AI_AGENT_NAME]: run.configuration,
+        'promptwire.run.dry_run': run.dryRun,
+      },
     },
     parent,
   );
@@ -219,10 +251,25 @@ function observeRun(tracer: Tracer, run: ObservedRun, parent: Context, capture: 
   let pending: { step: RequestStep; at: number } | null = null;
   let ended = false;
 
-  const chatSpan = (startTime: number, request: RequestStep | null, attributes: Attributes): Span => {
+  /** A model call's span; `answer` is its LLM step, null when the call never answered. */
+  const chatSpan = (startTime: number, request: RequestStep | null, answer: LlmStep | null): Span => {
     const span = tracer.startSpan(
-      `chat ${run.model ?? ''}`.trimEnd(),
-      { kind: SpanKind.CLIENT, startTime, attributes: { ...common, [ATTR_GEN_AI_OPERATION_NAME]: 'chat', ...attributes } },
+      chatName,
+      {
+        kind: SpanKind.CLIENT,
+        startTime,
+        attributes: {
+          [ATTR_GEN_AI_CONVERSATION_ID]: run.runId,
+          [ATTR_GEN_AI_PROVIDER_NAME]: provider,
+          [ATTR_GEN_AI_REQUEST_MODEL]: model,
+          [ATTR_GEN_AI_OPERATION_NAME]: 'chat',
+          [ATTR_GEN_AI_RESPONSE_FINISH_REASONS]: answer ? [answer.rawFinishReason ?? answer.finishReason] : undefined,
+          [ATTR_GEN_AI_USAGE_INPUT_TOKENS]: answer?.promptTokens,
+          [ATTR_GEN_AI_USAGE_OUTPUT_TOKENS]: answer?.completionTokens,
+          'promptwire.round': answer?.round,
+          'promptwire.cost.usd': answer?.estimatedCost ?? undefined,
+        },
+      },
       inRun,
     );
     if (capture && request) span.setAttribute(ATTR_GEN_AI_INPUT_MESSAGES, JSON.stringify(request.messagesSent.map(messageParts)));
@@ -236,13 +283,7 @@ function observeRun(tracer: Tracer, run: ObservedRun, parent: Context, capture: 
           pending = { step, at };
           break;
         case 'llm': {
-          const span = chatSpan(at - step.durationMs, pending?.step ?? null, {
-            [ATTR_GEN_AI_RESPONSE_FINISH_REASONS]: [step.rawFinishReason ?? step.finishReason],
-            [ATTR_GEN_AI_USAGE_INPUT_TOKENS]: step.promptTokens,
-            [ATTR_GEN_AI_USAGE_OUTPUT_TOKENS]: step.completionTokens,
-            'promptwire.round': step.round,
-            ...(step.estimatedCost !== null ? { 'promptwire.cost.usd': step.estimatedCost } : {}),
-          });
+          const span = chatSpan(at - step.durationMs, pending?.step ?? null, step);
           if (capture) span.setAttribute(ATTR_GEN_AI_OUTPUT_MESSAGES, JSON.stringify([outputMessage(step)]));
           span.end(at);
           pending = null;
@@ -280,7 +321,7 @@ function observeRun(tracer: Tracer, run: ObservedRun, parent: Context, capture: 
         case 'end': {
           if (pending) {
             // The call in flight never answered: the provider failed, or the run was cancelled.
-            const span = chatSpan(pending.at, pending.step, {});
+            const span = chatSpan(pending.at, pending.step, null);
             if (step.status === 'CANCELLED') {
               span.setAttribute(ATTR_ERROR_TYPE, 'cancelled');
             } else {
@@ -297,7 +338,7 @@ function observeRun(tracer: Tracer, run: ObservedRun, parent: Context, capture: 
             'promptwire.run.status': step.status.toLowerCase(),
             'promptwire.run.termination_reason': step.terminationReason,
             'promptwire.run.iterations': step.iterations,
-            ...(step.estimatedCost !== null ? { 'promptwire.cost.usd': step.estimatedCost } : {}),
+            'promptwire.cost.usd': step.estimatedCost ?? undefined,
           });
           if (step.status === 'FAILED') {
             agent.setAttribute(ATTR_ERROR_TYPE, step.errorClass ?? step.terminationReason);

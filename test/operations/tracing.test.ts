@@ -2,8 +2,9 @@
  * OpenTelemetry traces as an operator sees them: the real server in a child
  * process (OTel's context propagation needs a real Node process, not jest's
  * module sandbox) exporting to a real OTLP/HTTP receiver in this process,
- * over both protocols. Each run is one trace below the request that started
- * it, with the GenAI conventions' spans and attributes; usage equals the
+ * over both protocols. Each GraphQL request is one SERVER span, named by its
+ * operation's type once resolved; each run is one trace below the request
+ * that started it, with the GenAI conventions' spans and attributes; usage equals the
  * stored steps; message content appears only when asked for; a collector that
  * hangs never holds up a run.
  */
@@ -100,18 +101,28 @@ describe.each(cases)('OpenTelemetry traces ($dialect, $protocol, message content
       const inTrace = all.filter((span) => span.traceId === traceId);
       return inTrace.some((span) => span.name.startsWith('invoke_agent ')) && inTrace.filter((span) => span.name.startsWith('chat ')).length === 2 ? inTrace : null;
     });
-    const request = spans.find((span) => span.name === 'POST /graphql')!;
-    const operation = spans.find((span) => span.name === 'mutation StartTraced')!;
+    // One span for the request: no HTTP span with a GraphQL child, no leftover `POST /graphql`.
+    const servers = spans.filter((span) => span.kind === SPAN_KIND.server);
+    expect(servers.map((span) => span.name)).toEqual(['mutation']);
+    const request = servers[0]!;
     const agent = spans.find((span) => span.name === `invoke_agent ${setup.configuration}`)!;
     const chats = spans.filter((span) => span.name === 'chat scripted-gpt').sort((a, b) => Number(a.startNs - b.startNs));
     const tools = spans.filter((span) => span.name === 'execute_tool calculator');
+    expect(spans).toHaveLength(1 + 1 + 2 + 1);
 
-    // The client's traceparent is the request span's parent; the request's GraphQL operation is the run's.
-    expect(request).toMatchObject({ parentSpanId: parentId, kind: SPAN_KIND.server });
-    expect(request.attributes).toMatchObject({ 'http.request.method': 'POST', 'http.route': '/graphql', 'http.response.status_code': 200 });
-    expect(operation).toMatchObject({ parentSpanId: request.spanId });
-    expect(operation.attributes).toMatchObject({ 'graphql.operation.type': 'mutation', 'graphql.operation.name': 'StartTraced' });
-    expect(agent).toMatchObject({ parentSpanId: operation.spanId, kind: SPAN_KIND.internal });
+    // The client's traceparent is the request span's parent; the request span is the run's.
+    expect(request).toMatchObject({ parentSpanId: parentId });
+    expect(request.attributes).toMatchObject({
+      'http.request.method': 'POST',
+      'http.route': '/graphql',
+      'url.path': '/graphql',
+      'http.response.status_code': 200,
+      'graphql.operation.type': 'mutation',
+      'graphql.operation.name': 'StartTraced',
+    });
+    expect(request.attributes).not.toHaveProperty('error.type');
+    expect(request.status.code).not.toBe(STATUS_ERROR);
+    expect(agent).toMatchObject({ parentSpanId: request.spanId, kind: SPAN_KIND.internal });
     expect(chats).toHaveLength(2);
     expect(tools).toHaveLength(1);
     for (const child of [...chats, ...tools]) expect(child.parentSpanId).toBe(agent.spanId);
@@ -179,6 +190,49 @@ describe.each(cases)('OpenTelemetry traces ($dialect, $protocol, message content
       expect(attributesText).not.toContain(prompt);
       expect(attributesText).not.toContain('It is 42.');
     }
+  });
+
+  /** A GraphQL request over HTTP with a W3C traceparent; its request span as the receiver got it. */
+  async function tracedRequest(query: string, variables?: Record<string, unknown>): Promise<{ status: number; span: ReceivedSpan; parentId: string }> {
+    const traceId = crypto.randomBytes(16).toString('hex');
+    const parentId = crypto.randomBytes(8).toString('hex');
+    const response = await fetch(server.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}`, traceparent: `00-${traceId}-${parentId}-01` },
+      body: JSON.stringify({ query, variables }),
+    });
+    await response.arrayBuffer();
+    const span = await receiver.waitFor((all) => all.find((received) => received.traceId === traceId));
+    return { status: response.status, span, parentId };
+  }
+
+  test('a request span is named by its operation type once resolved, keeps its HTTP name otherwise, and carries the error rules', async () => {
+    // A named query: the operation's type names the span, its name is an attribute.
+    const named = await tracedRequest('query ListSome { snippets(limit: 1) { uid } }');
+    expect(named.status).toBe(200);
+    expect(named.span).toMatchObject({ name: 'query', kind: SPAN_KIND.server, parentSpanId: named.parentId });
+    expect(named.span.attributes).toMatchObject({ 'graphql.operation.type': 'query', 'graphql.operation.name': 'ListSome', 'http.response.status_code': 200 });
+    expect(named.span.status.code).not.toBe(STATUS_ERROR);
+
+    // Anonymous: the type alone, and no name attribute.
+    const anonymous = await tracedRequest('{ snippetTags }');
+    expect(anonymous.span.name).toBe('query');
+    expect(anonymous.span.attributes).not.toHaveProperty('graphql.operation.name');
+
+    // A refused input: the GraphQL code is the error type; a client's mistake is not the server's error.
+    const refused = await tracedRequest('query TooMany { snippets(limit: 100000) { uid } }');
+    expect(refused.span.name).toBe('query');
+    expect(refused.span.attributes).toMatchObject({ 'error.type': 'BAD_USER_INPUT', 'graphql.operation.name': 'TooMany' });
+    expect(refused.span.status.code).not.toBe(STATUS_ERROR);
+
+    // A document that does not parse never resolves an operation: the span keeps its HTTP name and attributes only.
+    // (Over application/json its answer is a 200 with GRAPHQL_PARSE_FAILED, as GraphQL over HTTP has it.)
+    const broken = await tracedRequest('query {');
+    expect(broken.span).toMatchObject({ name: 'POST /graphql', kind: SPAN_KIND.server, parentSpanId: broken.parentId });
+    expect(broken.span.attributes).toMatchObject({ 'http.request.method': 'POST', 'http.route': '/graphql', 'http.response.status_code': broken.status });
+    expect(broken.span.attributes).not.toHaveProperty('graphql.operation.type');
+    expect(broken.span.attributes).not.toHaveProperty('error.type');
+    expect(broken.span.status.code).not.toBe(STATUS_ERROR);
   });
 
   test('a failed provider call is recorded as an error on its chat span and on the run', async () => {
