@@ -45,6 +45,12 @@
  *     it, the server process's CPU time per request, read before the burst and
  *     after the quiet, so it includes the export of the burst's spans.
  *     BENCH_BURSTS rounds.
+ * The rounds are split into BENCH_EPOCHS epochs (default 4), each with fresh
+ * server processes started in a random order: one process of the same code
+ * can run a few per cent faster or slower than another for its whole life
+ * (heap layout, JIT decisions), a bias pairing within rounds cannot remove;
+ * new processes every epoch draw it anew, so it averages out instead of
+ * landing on one variant, and the per-epoch medians show how large it is.
  * Every figure is paired: a round's variant ÷ the same round's baseline. The
  * table gives the median of those paired ratios and its distribution-free 95 %
  * confidence interval (order statistics of the binomial, no assumption about
@@ -53,7 +59,7 @@
  * shows how wide "no difference" is on the day.
  *
  * Run: `npm run build && NODE_ENV=production node dist/bench/tracing-overhead.js`
- * (BENCH_RUNS, BENCH_BURSTS, BENCH_BURST_SECONDS override 200, 30, 1).
+ * (BENCH_RUNS, BENCH_BURSTS, BENCH_BURST_SECONDS, BENCH_EPOCHS override 200, 30, 1, 4).
  * BENCH_COMPARE_BUILD=<another build's dist directory> adds a sixth server,
  * "exporting, other build": the exporting variant run from that build, to
  * compare two versions of the code in one run (e.g. `git worktree` or
@@ -168,8 +174,13 @@ export function medianInterval(values: readonly number[]): [number, number] {
   return [sorted[r - 1]!, sorted[n - r]!];
 }
 
+const ratiosOf = (values: readonly number[], baseline: readonly number[]) => values.map((value, index) => value / (baseline[index] ?? Number.NaN));
+
+/** `total` split into `parts` nearly equal whole shares. */
+const spread = (total: number, parts: number) => Array.from({ length: parts }, (_, part) => Math.floor((total * (part + 1)) / parts) - Math.floor((total * part) / parts));
+
 function pairedSummary(values: readonly number[], baseline: readonly number[]) {
-  const ratios = values.map((value, index) => value / (baseline[index] ?? Number.NaN));
+  const ratios = ratiosOf(values, baseline);
   const [low, high] = medianInterval(ratios);
   return { median: round(median(ratios), 3), low: round(low, 3), high: round(high, 3) };
 }
@@ -200,6 +211,7 @@ export async function runTracingOverhead(): Promise<void> {
   const runs = Number(process.env.BENCH_RUNS ?? 200);
   const bursts = Number(process.env.BENCH_BURSTS ?? 30);
   const burstSeconds = Number(process.env.BENCH_BURST_SECONDS ?? 1);
+  const epochs = Math.max(1, Math.trunc(Number(process.env.BENCH_EPOCHS ?? 4)));
   const receiver = await startReceiver();
   const exporting = {
     OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
@@ -219,7 +231,6 @@ export async function runTracingOverhead(): Promise<void> {
     ...(otherBuild ? { 'exporting, other build': exporting } : {}),
   };
   const variants = Object.keys(environments) as VariantName[];
-  const servers: ServerProcess[] = [];
   const runMs = new Map<VariantName, number[]>(variants.map((variant) => [variant, []]));
   const listRates = new Map<VariantName, number[]>(variants.map((variant) => [variant, []]));
   const listCpu = new Map<VariantName, number[]>(variants.map((variant) => [variant, []]));
@@ -241,24 +252,39 @@ export async function runTracingOverhead(): Promise<void> {
     listErrors += result.errors + result.timeouts + result.non2xx;
     return { rate: result.requests.total / result.duration, cpuMicrosPerRequest: (after.micros - before.micros) / Math.max(1, result.requests.total) };
   };
+  const random = seededRandom(14);
+  const epochRuns = spread(runs, epochs);
+  const epochBursts = spread(bursts, epochs);
+  // Per epoch, the median paired list-CPU ratio of each variant: how far fresh processes of the same code land apart.
+  const epochListCpu = new Map<VariantName, number[]>(variants.map((variant) => [variant, []]));
   try {
-    for (const variant of variants) servers.push(await startServerProcess(variant, environments[variant]!, variant === 'exporting, other build' ? (otherBuild ?? undefined) : undefined));
-    const oneRun = async (server: ServerProcess) => (await server.ask<{ ms: number }>({ type: 'run' }, 'run')).ms;
-    const random = seededRandom(14);
-    for (let i = 0; i < WARMUP_RUNS; i += 1) for (const server of shuffled(servers, random)) await oneRun(server);
-    // Each variant's list holds one value per round, so index i pairs it with the baseline's of the same round.
-    for (let i = 0; i < runs; i += 1) for (const server of shuffled(servers, random)) runMs.get(server.variant)!.push(await oneRun(server));
-    for (let i = 0; i < WARMUP_BURSTS; i += 1) for (const server of servers) await burst(server);
-    for (let b = 0; b < bursts; b += 1) {
-      for (const server of shuffled(servers, random)) {
-        const { rate, cpuMicrosPerRequest } = await burst(server);
-        listRates.get(server.variant)!.push(rate);
-        listCpu.get(server.variant)!.push(cpuMicrosPerRequest);
+    for (let epoch = 0; epoch < epochs; epoch += 1) {
+      // Fresh processes every epoch: a process's own lasting bias (heap layout, JIT decisions) is drawn again each time.
+      const servers: ServerProcess[] = [];
+      const firstBurst = listCpu.get('baseline')!.length;
+      try {
+        for (const variant of shuffled(variants, random)) servers.push(await startServerProcess(variant, environments[variant]!, variant === 'exporting, other build' ? (otherBuild ?? undefined) : undefined));
+        const oneRun = async (server: ServerProcess) => (await server.ask<{ ms: number }>({ type: 'run' }, 'run')).ms;
+        for (let i = 0; i < WARMUP_RUNS; i += 1) for (const server of shuffled(servers, random)) await oneRun(server);
+        // Each variant's list holds one value per round, so index i pairs it with the baseline's of the same round.
+        for (let i = 0; i < epochRuns[epoch]!; i += 1) for (const server of shuffled(servers, random)) runMs.get(server.variant)!.push(await oneRun(server));
+        for (let i = 0; i < WARMUP_BURSTS; i += 1) for (const server of servers) await burst(server);
+        for (let b = 0; b < epochBursts[epoch]!; b += 1) {
+          for (const server of shuffled(servers, random)) {
+            const { rate, cpuMicrosPerRequest } = await burst(server);
+            listRates.get(server.variant)!.push(rate);
+            listCpu.get(server.variant)!.push(cpuMicrosPerRequest);
+          }
+          console.log(`epoch ${epoch + 1}, list round ${b + 1}: ${variants.map((variant) => `${variant} ${round(listRates.get(variant)!.at(-1)!, 0)}`).join(', ')} req/s`);
+        }
+      } finally {
+        for (const server of servers) await server.stop();
       }
-      console.log(`list round ${b + 1}: ${variants.map((variant) => `${variant} ${round(listRates.get(variant)!.at(-1)!, 0)}`).join(', ')} req/s`);
+      for (const variant of variants) {
+        epochListCpu.get(variant)!.push(round(median(ratiosOf(listCpu.get(variant)!.slice(firstBurst), listCpu.get('baseline')!.slice(firstBurst))), 3));
+      }
     }
   } finally {
-    for (const server of servers) await server.stop();
     exported = await receiver.counts();
     await receiver.close();
   }
@@ -278,6 +304,7 @@ export async function runTracingOverhead(): Promise<void> {
       listRatio: pairedSummary(listRates.get(variant)!, listRates.get('baseline')!),
       listCpuMicrosPerRequestMedian: round(median(listCpu.get(variant)!), 1),
       listCpuRatio: pairedSummary(listCpu.get(variant)!, listCpu.get('baseline')!),
+      listCpuRatioByEpoch: epochListCpu.get(variant)!,
     };
   });
   // This build's exporting server ÷ the other build's, round by round.
@@ -294,6 +321,7 @@ export async function runTracingOverhead(): Promise<void> {
     nodeEnv: process.env.NODE_ENV ?? '',
     runsPerVariant: runs,
     rounds: ROUNDS,
+    epochs,
     listBursts: bursts,
     listBurstSeconds: burstSeconds,
     listErrors,
@@ -322,6 +350,7 @@ export async function runTracingOverhead(): Promise<void> {
       `exporting, this build ÷ other build: run ${interval(againstOtherBuild.runRatio)}, list ${interval(againstOtherBuild.listRatio)}, list CPU ${interval(againstOtherBuild.listCpuRatio)}`,
     );
   }
+  console.log(`list CPU ratio per epoch (fresh processes each): ${rows.map((row) => `${row.variant} ${row.listCpuRatioByEpoch.map((ratio) => `${ratio}×`).join(' ')}`).join('; ')}`);
   console.log(`list errors: ${listErrors}; exported: ${exported.requests} OTLP requests, ${Math.round(exported.bytes / 1024)} KiB`);
 }
 
