@@ -72,8 +72,8 @@ import { round, writeResult } from './bench-support';
 import { RUNS_BENCH_TOKEN, markdownTable, sleep, stats } from './runs-support';
 import { ROUNDS } from './tracing-overhead-server';
 
-const WARMUP_RUNS = 10;
-const WARMUP_BURSTS = 1;
+const WARMUP_RUNS = Number(process.env.BENCH_WARMUP_RUNS ?? 100);
+const WARMUP_BURSTS = Number(process.env.BENCH_WARMUP_BURSTS ?? 2);
 const SETTLE_MS = 400;
 const CONNECTIONS = 20;
 
