@@ -111,18 +111,30 @@ async function seed(dataSource: DataSource): Promise<void> {
   }
 }
 
-async function timed(service: ServiceProcess, query: string, variables: Record<string, unknown>): Promise<{ ms: number; data: Record<string, unknown>; bytes: number }> {
+/** A request's time, and its parts as the client sees them: until the headers came, reading the body after them, parsing it. */
+interface Timed {
+  ms: number;
+  untilHeadersMs: number;
+  readingMs: number;
+  parsingMs: number;
+  data: Record<string, unknown>;
+  bytes: number;
+}
+
+async function timed(service: ServiceProcess, query: string, variables: Record<string, unknown>): Promise<Timed> {
   const started = performance.now();
   const response = await fetch(service.url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${service.token}` },
     body: JSON.stringify({ query, variables }),
   });
+  const headersAt = performance.now();
   const text = await response.text();
+  const readAt = performance.now();
   const body = JSON.parse(text) as { data?: Record<string, unknown>; errors?: unknown[] };
   const ms = performance.now() - started;
   if (body.errors?.length) throw new Error(JSON.stringify(body.errors).slice(0, 500));
-  return { ms, data: body.data ?? {}, bytes: Buffer.byteLength(text) };
+  return { ms, untilHeadersMs: headersAt - started, readingMs: readAt - headersAt, parsingMs: ms - (readAt - started), data: body.data ?? {}, bytes: Buffer.byteLength(text) };
 }
 
 export interface PromptLibraryRow {
@@ -148,6 +160,17 @@ export interface PromptLibraryRow {
   preview: Stats;
   /** Mean size of that answer, bytes. */
   previewAnswerBytes: number;
+  /** Its size at the 50th and 99th percentile, bytes (the answers differ: an edit changes 1 to 60 prompts). */
+  previewAnswerBytesP50: number;
+  previewAnswerBytesP99: number;
+  /**
+   * The whole answer's time in parts, as the client sees them: until the headers came (the server's
+   * work: library up to date, compose, diff, GraphQL, JSON text), reading the body after them
+   * (written in slices by the server while the client reads), parsing it.
+   */
+  previewUntilHeaders: Stats;
+  previewReading: Stats;
+  previewParsing: Stats;
   /** The same request asking for the diffs only (the prompts are composed all the same, not sent). */
   previewDiffOnly: Stats;
   /** The preview's work in process: library up to date, compose, diff (no GraphQL, no HTTP). */
@@ -219,6 +242,10 @@ async function measure(dialect: BenchDialect): Promise<PromptLibraryRow> {
     const composition: number[] = [];
     let affected = 0;
     let answerBytes = 0;
+    const answerSizes: number[] = [];
+    const untilHeaders: number[] = [];
+    const reading: number[] = [];
+    const parsing: number[] = [];
     for (let sample = 0; sample < SAMPLES; sample += 1) {
       const uid = uids[pick(uids.length) - 1]!.uid;
       // Interleaved, so all see the same machine.
@@ -230,6 +257,10 @@ async function measure(dialect: BenchDialect): Promise<PromptLibraryRow> {
       preview.push(answer.ms);
       affected += (answer.data.previewSnippetChange as unknown[]).length;
       answerBytes += answer.bytes;
+      answerSizes.push(answer.bytes);
+      untilHeaders.push(answer.untilHeadersMs);
+      reading.push(answer.readingMs);
+      parsing.push(answer.parsingMs);
       previewDiffOnly.push(
         (await timed(service, 'mutation($uid: Int!, $text: String!) { previewSnippetChange(uid: $uid, input: { snippet: $text }) { configuration { identifier } diff } }', { uid, text: `Edited again ${sample}.` })).ms,
       );
@@ -283,6 +314,11 @@ async function measure(dialect: BenchDialect): Promise<PromptLibraryRow> {
       baseline: baselineStats,
       preview: previewStats,
       previewAnswerBytes: Math.round(answerBytes / SAMPLES),
+      previewAnswerBytesP50: Math.round(stats(answerSizes, 0).p50),
+      previewAnswerBytesP99: Math.round(stats(answerSizes, 0).p99),
+      previewUntilHeaders: stats(untilHeaders),
+      previewReading: stats(reading),
+      previewParsing: stats(parsing),
       previewDiffOnly: stats(previewDiffOnly),
       previewInProcess: stats(previewInProcess),
       composition: stats(composition),
@@ -307,13 +343,14 @@ async function main(): Promise<void> {
   writeResult('prompt-library', { measuredAt: new Date().toISOString(), samples: SAMPLES, rows });
   console.log(
     markdownTable(
-      ['database', 'first sight in process (longest stall)', 'service start to baseline (bystander p50 / max)', 'baseline p50 / p99', 'preview p50 / p99 (p99 × baseline p99; answer)', 'diffs only p50 / p99', 'in process p50 / p99', 'composition p50 / p99', 'affected', 'library load', 'detector: first / idle p50 (rows) / 10 changes p50'],
+      ['database', 'first sight in process (longest stall)', 'service start to baseline (bystander p50 / max)', 'baseline p50 / p99', 'preview p50 / p99 (p99 × baseline p99; answer mean, p50, p99)', 'preview parts p50 / p99: until headers, reading, parsing', 'diffs only p50 / p99', 'in process p50 / p99', 'composition p50 / p99', 'affected', 'library load', 'detector: first / idle p50 (rows) / 10 changes p50'],
       rows.map((row) => [
         row.dialect,
         `${row.firstSightMs} ms, ${row.firstSightRows} rows, ${row.firstSightBaselined} versions (${row.firstSightLongestStallMs} ms)`,
         `${row.baselineMs} ms for ${row.baselineRows} rows (${row.bystanderDuringFirstSight.p50} / ${row.bystanderDuringFirstSight.max} ms)`,
         `${row.baseline.p50} / ${row.baseline.p99} ms`,
-        `${row.preview.p50} / ${row.preview.p99} ms (${row.previewOverBaselineP99}; ${Math.round(row.previewAnswerBytes / 1000)} kB)`,
+        `${row.preview.p50} / ${row.preview.p99} ms (${row.previewOverBaselineP99}; ${Math.round(row.previewAnswerBytes / 1000)}, ${Math.round(row.previewAnswerBytesP50 / 1000)}, ${Math.round(row.previewAnswerBytesP99 / 1000)} kB)`,
+        `${row.previewUntilHeaders.p50} / ${row.previewUntilHeaders.p99}, ${row.previewReading.p50} / ${row.previewReading.p99}, ${row.previewParsing.p50} / ${row.previewParsing.p99} ms`,
         `${row.previewDiffOnly.p50} / ${row.previewDiffOnly.p99} ms`,
         `${row.previewInProcess.p50} / ${row.previewInProcess.p99} ms`,
         `${row.composition.p50} / ${row.composition.p99} ms`,
