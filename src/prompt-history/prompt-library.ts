@@ -431,8 +431,9 @@ export class PromptLibraryCache {
   private dirty = { snippet: new Set<number>(), configuration: new Set<number>() };
   private current: Promise<void> | null = null;
   private next: Promise<void> | null = null;
-  /** The library whose prompts are being composed ahead (the newest loaded). */
+  /** The library whose prompts are being composed ahead (the newest loaded), and that work. */
   private preparing: PromptLibrary | null = null;
+  private preparation: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly dataSource: DataSource,
@@ -579,8 +580,13 @@ export class PromptLibraryCache {
     ]);
     const library = new PromptLibrary(snippets, configurations, nameCollationOf(this.dataSource.options.type));
     // Composing ahead only saves time later: should it fail, requests compose (and report) on their own.
-    this.prepare(library).catch(() => undefined);
+    this.preparation = this.prepare(library).catch(() => undefined);
     return library;
+  }
+
+  /** Resolves once the newest loaded library's prompts are composed ahead (or it was replaced). */
+  prepared(): Promise<void> {
+    return this.preparation;
   }
 
   /**
