@@ -98,6 +98,13 @@ describe.each(testDialects)('the prompt library after writes of every kind, on %
 
   const stampNext = () => Math.floor(Date.now() / 1000) + 1;
 
+  it('composes every prompt ahead after loading, and answers then as composed on demand', async () => {
+    // beforeAll loaded the library; its prompts are composed ahead in the background.
+    await t.server.services.library.prepared();
+    await check();
+    await previewThenUpdate('gamma', { snippet: 'Gamma, after the prompts were prepared.' });
+  });
+
   it('follows API edits: text, tags, order, name, hiding, deactivating, and previews each exactly', async () => {
     await previewThenUpdate('alpha', { snippet: 'Alpha, rewritten.' });
     await previewThenUpdate('gamma', { tags: [tags.persona] });
