@@ -12,6 +12,7 @@
  *   parent → child  { type: 'clock', id }         child → parent { type: 'clock', id, t }
  *   child → parent  { type: 'ready', run, ready, failed, openMs }   every client got run's replay up to READY_SEQUENCE
  *   child → parent  { type: 'done', run, received, completed, errors, clientCpuMs }   all clients completed run, or DONE_TIMEOUT_MS passed
+ *   parent → child  { type: 'go' }                after 'done': subscribe to the next run (not before the server's CPU is read)
  *   parent → child  { type: 'exit' }
  * Not meant to be started by hand.
  */
@@ -220,11 +221,32 @@ async function main(): Promise<void> {
       completed: watchers.filter((w) => w.completed).length,
       errors: watchers.filter((w) => w.error).map((w) => w.error),
     });
+    // The next run's subscriptions start once the server's CPU for this one is read.
+    if (run + 1 < runIds.length) await go();
   }
+}
+
+let goWaiting: (() => void) | null = null;
+let goSent = 0;
+function go(): Promise<void> {
+  if (goSent > 0) {
+    goSent -= 1;
+    return Promise.resolve();
+  }
+  return new Promise((resolve) => (goWaiting = resolve));
 }
 
 process.on('message', (message: { type: string; id?: number }) => {
   if (message.type === 'clock') send({ type: 'clock', id: message.id, t: epochMs() });
+  if (message.type === 'go') {
+    if (goWaiting) {
+      const resolve = goWaiting;
+      goWaiting = null;
+      resolve();
+    } else {
+      goSent += 1;
+    }
+  }
   if (message.type === 'exit') {
     for (const w of watchers) w.close();
     setTimeout(() => process.exit(0), 200);

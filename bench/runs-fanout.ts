@@ -27,7 +27,8 @@
  * - spread: per live step, last subscriber's receipt − first subscriber's;
  * - CPU per delivery: the server process's CPU from letting a run go to its
  *   last delivery, minus the same run's CPU with no watcher (9 unwatched runs
- *   measured in the same turn), medians per run, divided by a run's deliveries;
+ *   measured in the same turn), medians per run, divided by a run's deliveries
+ *   (the clients subscribe to the next run only after that reading);
  * - memory per subscriber: Δ(heapUsed + external) of the server process with
  *   the clients subscribed and idle, after gc, / clients (100 and 1,000 only);
  * - answer → stored step: t(first step after an answer published) − t(answer
@@ -256,6 +257,8 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
       const ended = await request(link, { type: 'open', runId }, 'ended');
       const done = await clients.next('done');
       const cpuAtDone = (await request(link, { type: 'cpu' }, 'cpu')).us;
+      // Only now the clients subscribe to the next run: its start (token check, replay read) is not this run's CPU.
+      clients.send({ type: 'go' });
       for (const error of done.errors ?? []) if (error) errors.add(error);
       if (index === 0) continue;
       cpuPerRun.push(cpuAtDone - cpuAtOpen);

@@ -47,7 +47,7 @@ describe('DeliveryTurns', () => {
   it('sends a subscriber\'s burst (messages sent one after the other as each send resolves) in one write, in order', async () => {
     const { peers, close } = await connect(1);
     try {
-      const turns = new DeliveryTurns(2);
+      const turns = new DeliveryTurns(64);
       const [peer] = peers as [Peer];
       for (const message of ['one', 'two', 'three', 'four']) await turns.send(peer.socket, peer.tcp, message);
       await settle();
@@ -58,7 +58,7 @@ describe('DeliveryTurns', () => {
     }
   });
 
-  it('starts no more sockets in a turn than it allows: the rest wait, in order, and timers run in between', async () => {
+  it('writes no more in a turn than it allows: the rest wait, in order, and timers run in between', async () => {
     const { peers, close } = await connect(20);
     try {
       const turns = new DeliveryTurns(1);
@@ -83,22 +83,68 @@ describe('DeliveryTurns', () => {
     }
   });
 
-  it('writes at most four messages of a socket at a time: the rest of its backlog waits for a later turn, behind new sockets', async () => {
+  it('writes a socket\'s waiting messages together, sockets in the order of their oldest waiting message', async () => {
+    const { peers, close } = await connect(3);
+    try {
+      const turns = new DeliveryTurns(1);
+      const [first, second, third] = peers as [Peer, Peer, Peer];
+      // The first fills the turn; everything after it waits, in one line.
+      const sends = [
+        turns.send(first.socket, first.tcp, 'f1'),
+        turns.send(second.socket, second.tcp, 's1'),
+        turns.send(third.socket, third.tcp, 't1'),
+        turns.send(second.socket, second.tcp, 's2'),
+        turns.send(first.socket, first.tcp, 'f2'),
+      ];
+      expect(turns.waitingCount).toBe(4);
+      const order: string[] = [];
+      sends.forEach((send, index) => void send.then(() => order.push(['f1', 's1', 't1', 's2', 'f2'][index]!)));
+      await Promise.all(sends);
+      expect(order).toEqual(['f1', 's1', 's2', 't1', 'f2']);
+      await settle();
+      expect(second.received).toEqual(['s1', 's2']);
+      expect(second.reads()).toBe(1);
+      expect(first.received).toEqual(['f1', 'f2']);
+      expect(third.received).toEqual(['t1']);
+    } finally {
+      await close();
+    }
+  });
+
+  it('takes live frames (push) in the same line: written at once when nothing waits, else after what waits', async () => {
     const { peers, close } = await connect(2);
     try {
       const turns = new DeliveryTurns(1);
       const [busy, other] = peers as [Peer, Peer];
-      for (let n = 1; n <= 4; n += 1) await turns.send(busy.socket, busy.tcp, `b${n}`);
-      const order: string[] = [];
-      const fifth = turns.send(busy.socket, busy.tcp, 'b5').then(() => order.push('b5'));
-      expect(turns.waitingCount).toBe(1);
-      // A socket that has not written yet waits too (one socket per turn here), but goes first.
-      const first = turns.send(other.socket, other.tcp, 'o1').then(() => order.push('o1'));
-      await Promise.all([fifth, first]);
-      expect(order).toEqual(['o1', 'b5']);
+      expect(turns.accepts(busy.socket, busy.tcp)).toBe(true);
+      turns.push(busy.socket, busy.tcp, 'live 1');
+      // Not corked: on its way before the chain of work settles.
+      expect(busy.tcp.writableLength).toBe(0);
+      const reply = turns.send(busy.socket, busy.tcp, 'reply');
+      turns.push(other.socket, other.tcp, 'other');
+      turns.push(busy.socket, busy.tcp, 'live 2');
+      expect(turns.waitingCount).toBe(3);
+      await reply;
       await settle();
-      expect(busy.received).toEqual(['b1', 'b2', 'b3', 'b4', 'b5']);
-      expect(other.received).toEqual(['o1']);
+      expect(busy.received).toEqual(['live 1', 'reply', 'live 2']);
+      expect(other.received).toEqual(['other']);
+    } finally {
+      await close();
+    }
+  });
+
+  it('refuses live frames for a socket that holds HELD_BYTES_LIMIT, or is closed', async () => {
+    const { peers, close } = await connect(2);
+    try {
+      const turns = new DeliveryTurns(1);
+      const [full, closed] = peers as [Peer, Peer];
+      turns.push(full.socket, full.tcp, 'first');
+      void turns.send(full.socket, full.tcp, 'x'.repeat(HELD_BYTES_LIMIT));
+      expect(turns.accepts(full.socket, full.tcp)).toBe(false);
+      closed.socket.terminate();
+      await settle();
+      expect(turns.accepts(closed.socket, closed.tcp)).toBe(false);
+      expect(turns.accepts(full.socket, full.tcp)).toBe(true);
     } finally {
       await close();
     }
@@ -107,7 +153,7 @@ describe('DeliveryTurns', () => {
   it('lets a sender go on at once while little is buffered, and makes it wait for the write once HELD_BYTES_LIMIT is', async () => {
     const { peers, close } = await connect(1);
     try {
-      const turns = new DeliveryTurns(2);
+      const turns = new DeliveryTurns(64);
       const [peer] = peers as [Peer];
       const states: string[] = [];
       const small = turns.send(peer.socket, peer.tcp, 'small');

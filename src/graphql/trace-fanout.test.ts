@@ -159,6 +159,119 @@ describe('createSharedSubscribe', () => {
   });
 });
 
+describe('createSharedSubscribe with a live trace (direct delivery)', () => {
+  /** A source like run-reader's live trace: events pushed by the test go to the deliverer, or else to next(). */
+  function liveSource() {
+    let deliver: ((event: unknown) => boolean) | null = null;
+    const queued: unknown[] = [];
+    let wake: (() => void) | null = null;
+    let ended = false;
+    const source = {
+      deliverLive: (take: (event: unknown) => boolean) => void (deliver = take),
+      next: async (): Promise<IteratorResult<unknown>> => {
+        while (queued.length === 0 && !ended) await new Promise<void>((resolve) => (wake = resolve));
+        return queued.length > 0 ? { value: queued.shift(), done: false } : { value: undefined, done: true };
+      },
+      return: async () => ({ value: undefined, done: true as const }),
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+    };
+    const publish = (event: unknown) => {
+      if (deliver?.(event)) return 'direct';
+      queued.push(event);
+      wake?.();
+      return 'queued';
+    };
+    const end = () => {
+      ended = true;
+      wake?.();
+    };
+    return { source, publish, end };
+  }
+
+  function schemaOver(source: object) {
+    return new GraphQLSchema({
+      query: new GraphQLObjectType({ name: 'Query', fields: { ok: { type: GraphQLInt } } }),
+      subscription: new GraphQLObjectType({
+        name: 'Subscription',
+        fields: {
+          live: {
+            type: new GraphQLObjectType({
+              name: 'Step',
+              fields: { n: { type: GraphQLInt }, slow: { type: GraphQLInt, resolve: async (step: { n: number }) => step.n } },
+            }),
+            subscribe: () => source,
+            resolve: (event: unknown) => event,
+          },
+        },
+      }),
+    });
+  }
+
+  it('writes live events through the target in order, also when their results are built asynchronously; a refused one follows through the iterator', async () => {
+    const { source, publish } = liveSource();
+    const written: string[] = [];
+    let accepting = true;
+    const target = { accepts: () => accepting, write: (json: string) => written.push(json), fail: (error: unknown) => { throw error; } };
+    const subscribe = createSharedSubscribe({ contextKey: () => null, finish: (result) => result }, () => target);
+    const args = { schema: schemaOver(source), document: parse('subscription { live { n slow } }'), contextValue: {} };
+    const iterator = ((await subscribe(args)) as AsyncIterable<ExecutionResult>)[Symbol.asyncIterator]();
+    expect(publish({ n: 1 })).toBe('direct');
+    expect(publish({ n: 2 })).toBe('direct');
+    // Built asynchronously (the `slow` resolver): nothing is written before the results are.
+    expect(written).toEqual([]);
+    accepting = false;
+    expect(publish({ n: 3 })).toBe('queued');
+    const third = await iterator.next();
+    expect(written.map((json) => JSON.parse(json) as unknown)).toEqual([{ data: { live: { n: 1, slow: 1 } } }, { data: { live: { n: 2, slow: 2 } } }]);
+    expect(asJson(third.value).payload).toEqual({ data: { live: { n: 3, slow: 3 } } });
+  });
+
+  it('ends (graphql-ws then sends complete) only after the steps taken directly are written', async () => {
+    const { source, publish, end } = liveSource();
+    const written: string[] = [];
+    const target = { accepts: () => true, write: (json: string) => written.push(json), fail: (error: unknown) => { throw error; } };
+    const subscribe = createSharedSubscribe({ contextKey: () => null, finish: (result) => result }, () => target);
+    const iterator = ((await subscribe({ schema: schemaOver(source), document: parse('subscription { live { slow } }'), contextValue: {} })) as AsyncIterable<ExecutionResult>)[Symbol.asyncIterator]();
+    const waiting = iterator.next();
+    expect(publish({ n: 9 })).toBe('direct');
+    end();
+    await expect(waiting).resolves.toEqual({ value: undefined, done: true });
+    expect(written).toEqual(['{"data":{"live":{"slow":9}}}']);
+  });
+
+  it('builds each event once for every identical subscription, and writes it to all of them', async () => {
+    const sources = [liveSource(), liveSource(), liveSource()];
+    let opened = 0;
+    const written: string[][] = [[], [], []];
+    const targets = written.map((list) => ({ accepts: () => true, write: (json: string) => list.push(json), fail: () => undefined }));
+    let resolved = 0;
+    const schema = new GraphQLSchema({
+      query: new GraphQLObjectType({ name: 'Query', fields: { ok: { type: GraphQLInt } } }),
+      subscription: new GraphQLObjectType({
+        name: 'Subscription',
+        fields: {
+          live: {
+            type: new GraphQLObjectType({ name: 'Step', fields: { n: { type: GraphQLInt, resolve: (step: { n: number }) => ((resolved += 1), step.n) } } }),
+            subscribe: () => sources[opened++]!.source,
+            resolve: (event: unknown) => event,
+          },
+        },
+      }),
+    });
+    const argsList = targets.map(() => ({ schema, document: parse('subscription { live { n } }'), contextValue: {} }));
+    const byArgs = new Map<object, (typeof targets)[number]>(argsList.map((args, index) => [args, targets[index]!]));
+    const subscribe = createSharedSubscribe({ contextKey: () => null, finish: (result) => result }, (args) => byArgs.get(args) ?? null);
+    for (const args of argsList) await subscribe(args);
+    // One event object reaches every watcher, as the trace bus hands it out.
+    const event = { n: 5 };
+    expect(sources.map(({ publish }) => publish(event))).toEqual(['direct', 'direct', 'direct']);
+    expect(written).toEqual([['{"data":{"live":{"n":5}}}'], ['{"data":{"live":{"n":5}}}'], ['{"data":{"live":{"n":5}}}']]);
+    expect(resolved).toBe(1);
+  });
+});
+
 describe('expandPreSerialized', () => {
   it('splices each result\'s JSON where its marker stands, and leaves other messages alone', () => {
     const one = preSerialized({ data: { text: 'quote " and \\ backslash, \u2028 and emoji 🚀' } });

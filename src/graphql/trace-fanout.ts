@@ -3,7 +3,7 @@
  *
  * One module owns the whole path from an event to the socket, built on
  * graphql-ws's own server (`makeServer`, with this module as its transport for
- * `ws`, as graphql-ws's `useServer` is) and its `subscribe` / `onNext` hooks:
+ * `ws`, as graphql-ws's `useServer` is) and its `subscribe` hook:
  *
  * 1. Shared execution and serialisation (`createSharedSubscribe`). graphql-js
  *    maps every event of every subscriber through its own `execute`; here
@@ -15,25 +15,38 @@
  *    reaches the outgoing message through a marker (`preSerialized`), which
  *    this module's transport replaces before writing.
  *
- * 2. Delivery in turns (`DeliveryTurns`). A run publishes its steps in
- *    bursts, and with 1,000 watchers a burst is thousands of messages. Writing
- *    them all inside one event-loop turn made the run's next provider answer
- *    wait behind the fan-out of the previous burst (tens of milliseconds), and
- *    one write per message cost most of the CPU. So:
- *    - a socket that starts writing is corked until its subscriber's chain of
- *      work settles: the messages it has ready (a burst, up to
- *      `MESSAGES_PER_SOCKET`) leave in one write; the rest of a longer backlog
- *      waits behind the other sockets, so every step reaches all subscribers
- *      about as evenly as when each is written on its own;
- *    - at most `SOCKETS_PER_TURN` sockets start writing in one turn; the
- *      others wait, in arrival order, for the next turn — timers and I/O (the
- *      provider's answer, the database) run in between, so the loop never
- *      waits behind more than one slice of the fan-out;
- *    - a sender goes on at once while little is buffered for its socket, and
- *      waits for the write once `HELD_BYTES_LIMIT` is: a slow reader holds
- *      back only its own subscription, whose bounded queue then reports lag.
+ * 2. Live steps straight to the socket. A live trace (`LiveTrace`, see
+ *    run-reader) hands each in-order live step of a watcher that is waiting
+ *    for it to this module synchronously, inside the bus's publish, instead of
+ *    through the watcher's queue and graphql-ws's iteration: the shared JSON
+ *    is wrapped in the subscription's `next` frame (the bytes graphql-ws
+ *    would send) and written, with no per-subscriber async chain (iterator,
+ *    execute, hook, message serialisation) and no scheduling hop. A result
+ *    built asynchronously (type-graphql's resolvers are) is written to every
+ *    subscriber of its group, in order, once it is built. A step the module
+ *    cannot take (the socket holds `HELD_BYTES_LIMIT` already, the
+ *    subscription is closing) goes the ordinary way: the watcher's bounded
+ *    queue, graphql-ws's iteration after every step taken directly, and a
+ *    lag error when that queue overflows. The subscription ends (graphql-ws
+ *    sends `complete`) only after its steps taken directly are written.
  *
- * Every message of every subscription goes through the same path, so the
+ * 3. Delivery in turns (`DeliveryTurns`). With 1,000 watchers one step is a
+ *    thousand frames, and writing them all inside the publishing turn would
+ *    make the run's next provider answer and stored step wait behind the
+ *    fan-out. So a turn writes at most `FRAMES_PER_TURN` (a socket's write
+ *    counting as `WRITE_COST` frames); once a turn is full, frames wait, per
+ *    socket, and sockets wait in the order of their oldest waiting frame, for
+ *    the next turns — timers and I/O run in between. A waiting socket's
+ *    frames leave together, in one write (sockets written in one turn are
+ *    corked until the chain of work settles), so a busy fan-out makes fewer,
+ *    larger writes, and a step reaches all its watchers within one pass.
+ *    A live step written at once is not corked: it leaves before the run's
+ *    chain of work (which may store its next steps) settles.
+ *    A sender goes on at once while little is buffered for its socket, and
+ *    waits for the write once `HELD_BYTES_LIMIT` is: a slow reader holds back
+ *    only its own subscription, whose bounded queue then reports lag.
+ *
+ * Every message of every subscription goes through the same line, so the
  * order of one subscription's messages is kept.
  */
 import type { IncomingMessage } from 'node:http';
@@ -65,8 +78,8 @@ export interface SharedSubscribeOptions {
 export interface TraceFanoutOptions extends SharedSubscribeOptions {
   /** Server pings every this many ms; a client that does not answer within as long is dropped (0: off). */
   keepAliveMs?: number;
-  /** Sockets that may start writing in one event-loop turn (the rest wait for the next). */
-  socketsPerTurn?: number;
+  /** Frames written in one event-loop turn over all sockets (the rest wait for the next). */
+  framesPerTurn?: number;
   /** graphql-ws messages started per event-loop turn over all connections (see inbound-turns). */
   messagesPerTurn?: number;
   /** Told of a failure inside the server's message handling (the socket is then closed with 4500). */
@@ -84,12 +97,33 @@ export function serveSubscriptions<P extends Record<PropertyKey, unknown>, E ext
   wsServer: WebSocketServer,
   fanout: TraceFanoutOptions,
 ): { dispose(): Promise<void> } {
-  const turns = new DeliveryTurns(fanout.socketsPerTurn ?? SOCKETS_PER_TURN);
+  const turns = new DeliveryTurns(fanout.framesPerTurn ?? FRAMES_PER_TURN);
   const inbound = new InboundTurns({ messagesPerTurn: fanout.messagesPerTurn });
   const keepAliveMs = fanout.keepAliveMs ?? 12_000;
+  // Live steps are written as graphql-ws would write them, so only when no hook of its own changes a `next` message.
+  const direct = !options.onNext && !options.jsonMessageReplacer;
+  const targets = new WeakMap<ExecutionArgs, DirectTarget>();
   const server = makeServer<P, SocketExtra & Partial<E>>({
     ...options,
-    subscribe: createSharedSubscribe(fanout),
+    // graphql-ws calls this with the execution arguments it then subscribes with: they name the subscription's socket and id.
+    context: async (ctx, id, payload, args) => {
+      const value = typeof options.context === 'function' ? await options.context(ctx, id, payload, args) : options.context;
+      if (direct) {
+        const { socket, request } = ctx.extra;
+        const prefix = `{"id":${JSON.stringify(id)},"type":"next","payload":`;
+        const tcp = request.socket;
+        targets.set(args, {
+          accepts: () => id in ctx.subscriptions && turns.accepts(socket, tcp),
+          write: (json) => turns.push(socket, tcp, `${prefix}${json}}`),
+          fail: (error) => {
+            fanout.onInternalError?.(error);
+            socket.close(CloseCode.InternalServerError, 'Internal server error');
+          },
+        });
+      }
+      return value;
+    },
+    subscribe: createSharedSubscribe(fanout, (args) => targets.get(args) ?? null),
     onNext: async (ctx, id, payload, args, result) => {
       const own = await options.onNext?.(ctx, id, payload, args, result);
       if (own) return own;
@@ -157,108 +191,154 @@ export function serveSubscriptions<P extends Record<PropertyKey, unknown>, E ext
 }
 
 /**
- * Sockets that may start writing in one event-loop turn (see DeliveryTurns):
- * a subscriber's burst costs some 20–60 µs, so a turn's share of the fan-out
- * stays within a few milliseconds. A count, not a clock: on a busy machine a
- * clock budget mistook time spent descheduled for work and slowed to one
- * socket per turn.
+ * Work per event-loop turn (see DeliveryTurns), counted in frames, a socket's
+ * write counting as `WRITE_COST` frames: a frame costs about 1.5 µs and a write
+ * (a system call) some 15–30 µs, so a turn writes one step to some 900
+ * sockets and stays within about 10–15 ms. Smaller turns (1,024, 4,096) let
+ * the provider's answer in sooner but made every pass over 1,000 sockets
+ * longer, with more writes (each carries fewer frames): 1,000 watchers got a
+ * step over 120–240 ms instead of 50 ms (runs-fanout). A count, not a clock:
+ * on a busy machine a clock budget mistook time spent descheduled for work
+ * and slowed to a socket or two per turn.
  */
-const SOCKETS_PER_TURN = 48;
-/**
- * Messages a socket writes before it goes to the back of the line: a burst
- * (a round's three or four steps) leaves in one write, while a subscriber
- * with a longer backlog does not keep a step from the others for longer.
- */
-const MESSAGES_PER_SOCKET = 4;
+const FRAMES_PER_TURN = 8192;
+const WRITE_COST = 8;
 /** Bytes a socket may have waiting before its sender waits for them to be written. */
 export const HELD_BYTES_LIMIT = 64 * 1024;
 
+interface Waiting {
+  data: string;
+  /** The sender waiting for this frame (null for an offered live step). */
+  done: ((error?: unknown) => void) | null;
+}
+
+/** A socket's frames waiting for a later turn. */
+interface Backlog {
+  socket: WebSocket;
+  tcp: Socket;
+  frames: Waiting[];
+  bytes: number;
+}
+
 /**
  * Writes messages to WebSockets in turns (see the module comment). `send()`
- * resolves when the sender may send its next message.
+ * resolves when the sender may send its next message; `offer()` takes a frame
+ * or says it cannot (the socket holds too much already).
  */
 export class DeliveryTurns {
-  /** Sockets corked in the current chain of work, with the messages written to each; uncorked once it settles. */
-  private readonly writing = new Map<Socket, number>();
-  /** Senders waiting for a later turn, in arrival order. */
-  private readonly waiting: (() => void)[] = [];
-  /** Sockets that wrote their share in an earlier turn and have more: after every waiting sender. */
-  private readonly continuing: (() => void)[] = [];
+  /** Sockets with frames waiting, in the order of their oldest waiting frame (from `head` on). */
+  private ring: Backlog[] = [];
+  private head = 0;
+  private readonly backlogs = new Map<Socket, Backlog>();
+  /** Sockets corked in the current chain of work; uncorked once it settles. */
+  private readonly corked = new Set<Socket>();
   private turnOpen = false;
-  private startedThisTurn = 0;
+  private spentThisTurn = 0;
   private flushQueued = false;
 
-  constructor(
-    private readonly socketsPerTurn: number,
-    private readonly messagesPerSocket = MESSAGES_PER_SOCKET,
-  ) {}
+  constructor(private readonly framesPerTurn: number) {}
 
   send(socket: WebSocket, tcp: Socket, data: string): Promise<void> {
-    const written = this.writing.get(tcp);
-    if (written !== undefined && written < this.messagesPerSocket) {
-      this.writing.set(tcp, written + 1);
-      return write(socket, tcp, data);
-    }
-    if (written === undefined && this.waiting.length === 0 && this.hasRoom()) {
-      this.start(tcp);
-      return write(socket, tcp, data);
-    }
-    const line = written === undefined ? this.waiting : this.continuing;
-    if (!this.turnOpen) this.openTurn();
-    return new Promise((resolve, reject) => {
-      line.push(() => {
-        this.start(tcp);
-        write(socket, tcp, data).then(resolve, reject);
-      });
-    });
+    if (this.mayWriteNow()) return this.writeOne(socket, tcp, data);
+    return new Promise((resolve, reject) => this.enqueue(socket, tcp, { data, done: (error) => (error ? reject(error) : resolve()) }));
   }
 
-  /** Senders waiting for a later turn. */
+  /** Whether a frame nobody waits for may be taken for this socket: it is open and holds less than HELD_BYTES_LIMIT. */
+  accepts(socket: WebSocket, tcp: Socket): boolean {
+    return socket.readyState === socket.OPEN && tcp.writableLength + (this.backlogs.get(tcp)?.bytes ?? 0) < HELD_BYTES_LIMIT;
+  }
+
+  /**
+   * Takes a frame nobody waits for (check `accepts` first): written now or, in order, in a later turn.
+   * Written now, it is not corked: a live step leaves at once, not when the run's chain of work (which
+   * may store its next steps) settles.
+   */
+  push(socket: WebSocket, tcp: Socket, data: string): void {
+    if (this.mayWriteNow()) {
+      this.spentThisTurn += WRITE_COST;
+      void write(socket, tcp, data);
+    } else {
+      this.enqueue(socket, tcp, { data, done: null });
+    }
+  }
+
+  /** Frames waiting for a later turn. */
   get waitingCount(): number {
-    return this.waiting.length + this.continuing.length;
+    let count = 0;
+    for (const backlog of this.backlogs.values()) count += backlog.frames.length;
+    return count;
   }
 
-  private hasRoom(): boolean {
+  /** No socket waits (so no frame of this one either) and the turn has room. */
+  private mayWriteNow(): boolean {
     if (!this.turnOpen) this.openTurn();
-    return this.startedThisTurn < this.socketsPerTurn;
+    return this.head === this.ring.length && this.spentThisTurn < this.framesPerTurn;
+  }
+
+  private enqueue(socket: WebSocket, tcp: Socket, waiting: Waiting): void {
+    if (!this.turnOpen) this.openTurn();
+    let backlog = this.backlogs.get(tcp);
+    if (!backlog) {
+      this.backlogs.set(tcp, (backlog = { socket, tcp, frames: [], bytes: 0 }));
+      this.ring.push(backlog);
+    }
+    backlog.frames.push(waiting);
+    backlog.bytes += waiting.data.length;
   }
 
   private openTurn(): void {
     this.turnOpen = true;
-    this.startedThisTurn = 0;
+    this.spentThisTurn = 0;
     // Immediates queued now run in the next turn of the event loop, after its timers and I/O.
     setImmediate(this.nextTurn);
   }
 
   private readonly nextTurn = (): void => {
     this.turnOpen = false;
-    if (this.waiting.length === 0 && this.continuing.length === 0) return;
+    if (this.head === this.ring.length) return;
     this.openTurn();
-    const first = this.waiting.splice(0, this.socketsPerTurn);
-    const more = this.continuing.splice(0, this.socketsPerTurn - first.length);
-    for (const wake of first) wake();
-    for (const wake of more) wake();
+    // Whole backlogs, oldest first: a socket's waiting frames leave in one write.
+    while (this.head < this.ring.length && this.spentThisTurn < this.framesPerTurn) {
+      const backlog = this.ring[this.head]!;
+      this.ring[this.head] = undefined as unknown as Backlog;
+      this.head += 1;
+      this.backlogs.delete(backlog.tcp);
+      for (const { data, done } of backlog.frames) {
+        const written = this.writeOne(backlog.socket, backlog.tcp, data);
+        if (done) written.then(() => done(), done);
+      }
+    }
+    if (this.head === this.ring.length) {
+      this.ring = [];
+      this.head = 0;
+    } else if (this.head >= 1024) {
+      this.ring = this.ring.slice(this.head);
+      this.head = 0;
+    }
   };
 
-  private start(tcp: Socket): void {
-    this.startedThisTurn += 1;
-    if (tcp.destroyed) return;
-    if (!this.writing.has(tcp)) tcp.cork();
-    this.writing.set(tcp, 1);
-    if (!this.flushQueued) {
-      this.flushQueued = true;
-      // A tick queued from a microtask runs once every microtask queued so far, and
-      // every one they queue, has run: the subscribers' bursts are written by then.
-      queueMicrotask(this.queueFlush);
+  private writeOne(socket: WebSocket, tcp: Socket, data: string): Promise<void> {
+    this.spentThisTurn += 1;
+    if (!tcp.destroyed && !this.corked.has(tcp)) {
+      this.spentThisTurn += WRITE_COST - 1;
+      tcp.cork();
+      this.corked.add(tcp);
+      if (!this.flushQueued) {
+        this.flushQueued = true;
+        // A tick queued from a microtask runs once every microtask queued so far, and
+        // every one they queue, has run: the frames of this chain of work are written by then.
+        queueMicrotask(this.queueFlush);
+      }
     }
+    return write(socket, tcp, data);
   }
 
   private readonly queueFlush = (): void => process.nextTick(this.flush);
 
   private readonly flush = (): void => {
     this.flushQueued = false;
-    for (const tcp of this.writing.keys()) tcp.uncork();
-    this.writing.clear();
+    for (const tcp of this.corked) tcp.uncork();
+    this.corked.clear();
   };
 }
 
@@ -273,8 +353,29 @@ function write(socket: WebSocket, tcp: Socket, data: string): Promise<void> {
   return new Promise((resolve, reject) => socket.send(data, (error) => (error ? reject(error) : resolve())));
 }
 
-export function createSharedSubscribe(options: SharedSubscribeOptions) {
-  const results = new WeakMap<object, Map<string, Promise<ExecutionResult>>>();
+/** Where a subscription's live steps can be written directly (see serveSubscriptions). */
+export interface DirectTarget {
+  /** Whether a live step may be taken now (the subscription and its socket are open, little is held for it). */
+  accepts(): boolean;
+  /** Writes a `next` message with this payload JSON, now or in order later. */
+  write(json: string): void;
+  /** A live step's result could not be built: the subscription cannot go on. */
+  fail(error: unknown): void;
+}
+
+/**
+ * One event's result for one group of identical subscriptions: built once,
+ * then read by each of them; `waiters` is set while it is being built.
+ */
+interface SharedResult {
+  result: PreSerialized | null;
+  failure: { error: unknown } | null;
+  built: Promise<PreSerialized> | null;
+  waiters: (() => void)[] | null;
+}
+
+export function createSharedSubscribe(options: SharedSubscribeOptions, targetOf?: (args: ExecutionArgs) => DirectTarget | null) {
+  const results = new WeakMap<object, Map<string, SharedResult>>();
   // Documents are shared between operations with the same text (see document-cache): printed once each.
   const printed = new WeakMap<DocumentNode, string>();
   const printOnce = (document: DocumentNode) => {
@@ -282,30 +383,112 @@ export function createSharedSubscribe(options: SharedSubscribeOptions) {
     if (text === undefined) printed.set(document, (text = print(document)));
     return text;
   };
+  const finished = (result: ExecutionResult): PreSerialized => {
+    const serialized = preSerialized(options.finish(result));
+    const refused = options.refuse?.(serialized.json);
+    return refused ? preSerialized(options.finish(refused)) : serialized;
+  };
+  const read = (shared: SharedResult): Result => {
+    if (shared.result) return shared.result;
+    if (shared.built) return shared.built;
+    throw (shared.failure as { error: unknown }).error;
+  };
   return async function subscribe(args: ExecutionArgs): Promise<AsyncIterable<ExecutionResult> | ExecutionResult> {
     const source = await createSourceEventStream(args);
     if (!isAsyncIterable(source)) return source;
     const key = JSON.stringify([printOnce(args.document), args.operationName ?? null, args.variableValues ?? null, options.contextKey(args.contextValue)]);
-    return mapAsyncIterator(source, (event: unknown): Result => {
-      if (typeof event !== 'object' || event === null) return execute({ ...args, rootValue: event }) as Result;
+    // Executed once per event object and key; synchronously when the resolvers are.
+    const sharedOf = (event: object): SharedResult => {
       let perEvent = results.get(event);
       if (!perEvent) results.set(event, (perEvent = new Map()));
       let shared = perEvent.get(key);
       if (!shared) {
-        shared = Promise.resolve(execute({ ...args, rootValue: event }) as Result).then((result) => {
-          const finished = preSerialized(options.finish(result));
-          const refused = options.refuse?.(finished.json);
-          return refused ? preSerialized(options.finish(refused)) : finished;
-        });
-        perEvent.set(key, shared);
+        const building: SharedResult = { result: null, failure: null, built: null, waiters: null };
+        const result = execute({ ...args, rootValue: event }) as Result;
+        if (isPromiseLike(result)) {
+          building.waiters = [];
+          const settle = () => {
+            const waiters = building.waiters ?? [];
+            building.waiters = null;
+            for (const wake of waiters) wake();
+          };
+          building.built = Promise.resolve(result)
+            .then(finished)
+            .then(
+              (value) => {
+                building.result = value;
+                settle();
+                return value;
+              },
+              (error: unknown) => {
+                building.failure = { error };
+                settle();
+                throw error;
+              },
+            );
+          // Read by whoever needs it; a failure is reported there.
+          building.built.catch(() => undefined);
+        } else {
+          building.result = finished(result);
+        }
+        perEvent.set(key, (shared = building));
       }
       return shared;
+    };
+    const target = targetOf?.(args) ?? null;
+    if (!target || !isLiveTrace(source)) return mapAsyncIterator(source, (event: unknown): Result => (typeof event === 'object' && event !== null ? read(sharedOf(event)) : (execute({ ...args, rootValue: event }) as Result)));
+
+    // Live steps taken directly whose result is still being built: each is written, in order, once it is
+    // (all subscribers of a group at once, when their shared result is).
+    const pending: SharedResult[] = [];
+    let drained: (() => void)[] = [];
+    const deliver = (shared: SharedResult) => {
+      if (shared.result) target.write(shared.result.json);
+      else target.fail(shared.failure?.error);
+    };
+    const drain = () => {
+      while (pending.length > 0 && !pending[0]!.waiters) deliver(pending.shift()!);
+      if (pending.length > 0) return;
+      const wake = drained;
+      drained = [];
+      for (const resolve of wake) resolve();
+    };
+    source.deliverLive((event) => {
+      if (typeof event !== 'object' || event === null || !target.accepts()) return false;
+      const shared = sharedOf(event);
+      if (pending.length === 0 && !shared.waiters) {
+        deliver(shared);
+        return true;
+      }
+      pending.push(shared);
+      shared.waiters?.push(drain);
+      return true;
     });
+    const allWritten = () => (pending.length === 0 ? null : new Promise<void>((resolve) => drained.push(resolve)));
+    return mapAsyncIterator(
+      source,
+      (event: unknown): Result => {
+        if (typeof event !== 'object' || event === null) return execute({ ...args, rootValue: event }) as Result;
+        // A step that waited in the queue goes after every step taken directly before it.
+        const written = allWritten();
+        return written ? written.then(() => read(sharedOf(event))) : read(sharedOf(event));
+      },
+      // The end (graphql-ws then sends `complete`) too: after the END step taken directly.
+      allWritten,
+    );
   };
 }
 
+function isLiveTrace(source: object): source is { deliverLive(deliver: (event: unknown) => boolean): void } {
+  return typeof (source as { deliverLive?: unknown }).deliverLive === 'function';
+}
+
+function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
+  return typeof (value as { then?: unknown } | null)?.then === 'function';
+}
+
 /** Like graphql-js's internal mapAsyncIterator: return() reaches the source at once, even while it waits. */
-function mapAsyncIterator<T, U>(iterable: AsyncIterable<T>, map: (value: T) => U | Promise<U>): AsyncIterableIterator<U> {
+function mapAsyncIterator<T, U>(iterable: AsyncIterable<T>, map: (value: T) => U | Promise<U>, beforeEnd?: () => Promise<void> | null): AsyncIterableIterator<U> {
   const iterator = iterable[Symbol.asyncIterator]();
   const close = async () => {
     try {
@@ -317,7 +500,10 @@ function mapAsyncIterator<T, U>(iterable: AsyncIterable<T>, map: (value: T) => U
   const mapped: AsyncIterableIterator<U> = {
     async next() {
       const step = await iterator.next();
-      if (step.done) return { value: undefined, done: true };
+      if (step.done) {
+        await beforeEnd?.();
+        return { value: undefined, done: true };
+      }
       try {
         return { value: await map(step.value), done: false };
       } catch (error) {

@@ -48,6 +48,11 @@ export class BoundedQueue<T> {
     resolve({ value: item, done: false });
   };
 
+  /** A consumer waits in next() and nothing is queued, so an item could reach it without the queue. */
+  get isIdle(): boolean {
+    return this.waiting !== null && this.items.length === 0 && !this.closed && !this.overflowed;
+  }
+
   get hasOverflowed(): boolean {
     return this.overflowed;
   }

@@ -158,11 +158,13 @@ export class RunReader {
    * between the two; sequence numbers drop duplicates and reveal gaps, which
    * are filled from the table.
    */
-  async openTrace(uuid: string, afterSequence: number): Promise<AsyncIterableIterator<StoredStep | SubscriberLaggedError>> {
+  async openTrace(uuid: string, afterSequence: number): Promise<LiveTrace<StoredStep, StoredStep | SubscriberLaggedError>> {
     const row = await this.store.findRun(uuid);
     if (!row) throw new NotFoundError(`No run with id "${uuid}"`, 'runId');
     const queue = new BoundedQueue<StoredStep | typeof RECHECK>(this.options.watcherQueueSize);
-    return releasing(this.trace(row, afterSequence, queue), queue);
+    const live: LiveState = { last: Math.max(0, afterSequence), deliver: null };
+    const iterator = releasing(this.trace(row, live, queue), queue);
+    return Object.assign(iterator, { deliverLive: (deliver: (step: StoredStep) => boolean) => void (live.deliver = deliver) });
   }
 
   /** Live content/thinking deltas of a running run; not stored, so there is nothing to replay. Ends with the run. */
@@ -208,24 +210,31 @@ export class RunReader {
     };
   }
 
-  private async *trace(row: AgentRunEntity, afterSequence: number, queue: BoundedQueue<StoredStep | typeof RECHECK>): AsyncGenerator<StoredStep | SubscriberLaggedError> {
+  private async *trace(row: AgentRunEntity, live: LiveState, queue: BoundedQueue<StoredStep | typeof RECHECK>): AsyncGenerator<StoredStep | SubscriberLaggedError> {
     const uuid = row.uuid;
     const watcher: TraceWatcher = { uuid, heardAt: Date.now(), wake: () => queue.push(RECHECK) };
     const unsubscribe = this.bus.subscribe(uuid, (message) => {
       if (message.type === 'step') {
         watcher.heardAt = Date.now();
-        queue.push(message.step);
+        const step = message.step;
+        // The next step of a watcher waiting for it, with nothing queued before it: handed over at once when
+        // the deliverer takes it (the loop below is parked in queue.next(), everything earlier already sent).
+        if (live.deliver && queue.isIdle && step.sequence === live.last + 1 && live.deliver(step)) {
+          live.last = step.sequence;
+          if (step.kind === 'end') queue.close();
+          return;
+        }
+        queue.push(step);
       } else if (message.type === 'reconnected') {
         // Whatever was published while the bus was away is only in the table now.
         queue.push(RECHECK);
       }
     });
     const stopWatchingQuiet = this.watchQuiet(watcher);
-    let last = Math.max(0, afterSequence);
     try {
-      for (const step of await this.store.stepsAfter(row.uid, last)) {
+      for (const step of await this.store.stepsAfter(row.uid, live.last)) {
         yield step;
-        last = step.sequence;
+        live.last = step.sequence;
         if (step.kind === 'end') return;
       }
       // A client resuming at or after END has nothing left to receive. The row was
@@ -235,37 +244,37 @@ export class RunReader {
       for (;;) {
         const next = await queue.next();
         if (next.done) {
-          if (queue.hasOverflowed) yield lagged(last);
+          if (queue.hasOverflowed) yield lagged(live.last);
           return;
         }
         const item = next.value;
         if (item === RECHECK) {
           // Fill from the table: messages may have been lost on the way.
-          for (const missed of await this.store.stepsAfter(row.uid, last)) {
+          for (const missed of await this.store.stepsAfter(row.uid, live.last)) {
             yield missed;
-            last = missed.sequence;
+            live.last = missed.sequence;
             if (missed.kind === 'end') return;
           }
-          // Nothing stored after `last`, and the run is over: its END is at or before `last`.
+          // Nothing stored after the last sent, and the run is over: its END is at or before it.
           const current = await this.store.findRun(uuid);
           if (!current || !isOpenRunState(current.status)) return;
           continue;
         }
         const step = item;
-        if (step.sequence <= last) {
+        if (step.sequence <= live.last) {
           // The END of a run whose trace was asked from beyond its last sequence: nothing more will come.
           if (step.kind === 'end') return;
           continue;
         }
-        if (step.sequence > last + 1) {
-          for (const missed of await this.store.stepsAfter(row.uid, last)) {
+        if (step.sequence > live.last + 1) {
+          for (const missed of await this.store.stepsAfter(row.uid, live.last)) {
             if (missed.sequence >= step.sequence) break;
             yield missed;
-            last = missed.sequence;
+            live.last = missed.sequence;
           }
         }
         yield step;
-        last = step.sequence;
+        live.last = step.sequence;
         if (step.kind === 'end') return;
       }
     } finally {
@@ -322,6 +331,22 @@ function releasing<T>(generator: AsyncGenerator<T>, queue: { close(): void }): A
     [Symbol.asyncIterator]: () => iterator,
   };
   return iterator;
+}
+
+/**
+ * A live trace that can hand its in-order live steps to a synchronous
+ * deliverer (the subscription fan-out) instead of through next(): the
+ * deliverer returns false when it cannot take a step now, which then waits
+ * in the watcher's bounded queue as any other.
+ */
+export interface LiveTrace<TLive, T> extends AsyncIterableIterator<T> {
+  deliverLive(deliver: (item: TLive) => boolean): void;
+}
+
+/** What a trace watcher has sent (the last sequence) and who takes its live steps directly. */
+interface LiveState {
+  last: number;
+  deliver: ((step: StoredStep) => boolean) | null;
 }
 
 interface TraceWatcher {
