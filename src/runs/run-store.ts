@@ -449,7 +449,10 @@ export class RunStore {
   }
 
   async findRun(uuid: string): Promise<AgentRunEntity | null> {
-    return this.dataSource.getRepository(AgentRunEntity).findOne({ where: { uuid } });
+    // Read on every watch and cancel: the prepared raw-row path, not findOne's generic query building and hydration.
+    const select = { shape: 'runs:byUuid', values: { uuid }, build: () => this.dataSource.getRepository(AgentRunEntity).createQueryBuilder('r').where('r.uuid = :uuid', { uuid }).limit(1) };
+    const [row] = await getShapedEntityRows(this.dataSource, select, [], []);
+    return row?.main ?? null;
   }
 
   async listRuns(limit: number, offset: number): Promise<AgentRunEntity[]> {
@@ -501,14 +504,20 @@ export class RunStore {
   }
 
   async stepsAfter(runUid: number, afterSequence: number, limit: number | null = null): Promise<StoredStep[]> {
-    const query = this.dataSource
-      .getRepository(AgentRunEventEntity)
-      .createQueryBuilder('e')
-      .where('e.run = :runUid AND e.sequence > :afterSequence', { runUid, afterSequence })
-      .orderBy('e.sequence', 'ASC');
-    if (limit !== null) query.limit(limit);
-    const rows = await query.getMany();
-    return rows.map(toStoredStep);
+    // Every watch's replay and page reads here: the prepared raw-row path (one SQL text per limit).
+    const select = {
+      shape: `runs:steps:${limit ?? 'all'}`,
+      values: { runUid, afterSequence },
+      build: () => {
+        const query = this.dataSource
+          .getRepository(AgentRunEventEntity)
+          .createQueryBuilder('e')
+          .where('e.run = :runUid AND e.sequence > :afterSequence', { runUid, afterSequence })
+          .orderBy('e.sequence', 'ASC');
+        return limit === null ? query : query.limit(limit);
+      },
+    };
+    return (await getShapedEntityRows(this.dataSource, select, [], [])).map(({ main }) => toStoredStep(main));
   }
 
   async endStepsOf(runUids: readonly number[]): Promise<Map<number, StoredStep>> {
