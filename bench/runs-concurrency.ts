@@ -29,7 +29,7 @@ import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import type { ChatRequest } from '../src/providers/adapters/types';
 import { createScriptedAdapter, type ScriptedAnswer } from '../src/runs/engine/scripted-adapter';
-import { round, writeResult } from './bench-support';
+import { round, seededRandom, writeResult } from './bench-support';
 import {
   RUNS_BENCH_TOKEN,
   benchDialects,
@@ -58,18 +58,6 @@ export interface ConcurrencyRow {
   stepsTotal: number;
   toolRoundsTotal: number;
   traceDeliveries: number;
-}
-
-/** mulberry32: a small seeded generator, so a run of the benchmark can be repeated. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const START_RUN = 'mutation($input: StartRunInput!) { startRun(input: $input) { id status } }';
@@ -101,7 +89,7 @@ export async function runRunsConcurrency(runCount = Number(process.env.RUNS ?? 5
 }
 
 async function measure(dialect: BenchDialect, database: Awaited<ReturnType<typeof createScratchDatabase>>, runCount: number, seed: number): Promise<ConcurrencyRow> {
-  const random = seeded(seed);
+  const random = seededRandom(seed);
   const toolRoundsOf = (request: ChatRequest): number => {
     const user = request.messages.find((m) => m.role === 'user');
     const match = /tool rounds: (\d+)/.exec(typeof user?.content === 'string' ? user.content : '');

@@ -68,7 +68,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { round, writeResult } from './bench-support';
+import { round, seededRandom, writeResult } from './bench-support';
 import { RUNS_BENCH_TOKEN, markdownTable, sleep, stats } from './runs-support';
 import { ROUNDS } from './tracing-overhead-server';
 
@@ -183,18 +183,6 @@ function pairedSummary(values: readonly number[], baseline: readonly number[]) {
   const ratios = ratiosOf(values, baseline);
   const [low, high] = medianInterval(ratios);
   return { median: round(median(ratios), 3), low: round(low, 3), high: round(high, 3) };
-}
-
-/** A fixed-seed generator (mulberry32), so every run of the bench visits the servers in the same orders. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** A fresh random order per round (Fisher–Yates): every server comes at every place and after every other equally often, on average. */
