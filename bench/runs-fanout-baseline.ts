@@ -16,8 +16,9 @@
 import type { AddressInfo } from 'node:net';
 import { buildSchema, type GraphQLField, type GraphQLObjectType } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
+import { Worker } from 'node:worker_threads';
 import { WebSocketServer } from 'ws';
-import { TRACE_FIELDS, cpuUs, epochMs, reply, serveRequests, type RunPlan, type RunRecord } from './runs-fanout-protocol';
+import { TRACE_FIELDS, epochMs, reply, serveRequests, type RunPlan, type RunRecord } from './runs-fanout-protocol';
 
 type Step = Record<string, unknown> & { sequence: number; kind: string };
 
@@ -63,14 +64,73 @@ function publish(run: BaselineRun, step: Step, call: number): void {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const turn = () => new Promise((resolve) => setImmediate(resolve));
 
-async function until(at: number): Promise<void> {
-  while (epochMs() < at) await turn();
+/**
+ * Sub-millisecond waits without spending CPU. Node's timers have millisecond
+ * steps, so this waits in a worker thread (Atomics.wait takes fractions of a
+ * millisecond and sleeps in the kernel), which posts back at the time, less
+ * the measured hop from the worker to this thread. (Spinning the event loop
+ * until the time, as this baseline once did, kept one core busy for as long
+ * as the schedule's waits lasted, in watched and unwatched runs alike, and
+ * its deliveries ran inside that spin: their CPU disappeared from the
+ * difference that CPU per delivery is made of.)
+ */
+class Clock {
+  private readonly worker = new Worker(
+    `const { parentPort } = require('node:worker_threads');
+     const { performance } = require('node:perf_hooks');
+     const cell = new Int32Array(new SharedArrayBuffer(4));
+     parentPort.on('message', ({ id, at }) => {
+       const wait = at - (performance.timeOrigin + performance.now());
+       if (wait > 0) Atomics.wait(cell, 0, 0, wait);
+       parentPort.postMessage(id);
+     });`,
+    { eval: true },
+  );
+  private readonly waiting = new Map<number, () => void>();
+  private counter = 0;
+  /** Median time from the worker's post to this thread's handling, ms. */
+  private hop = 0;
+
+  constructor() {
+    this.worker.on('message', (id: number) => {
+      const wake = this.waiting.get(id);
+      this.waiting.delete(id);
+      wake?.();
+    });
+    this.worker.unref();
+  }
+
+  /** Measures the hop: the worker is asked for times a little ahead, and the lateness of its answers is taken. */
+  async calibrate(): Promise<void> {
+    const late: number[] = [];
+    for (let i = 0; i < 60; i += 1) {
+      const at = epochMs() + 2;
+      await this.post(at);
+      late.push(epochMs() - at);
+    }
+    late.sort((a, b) => a - b);
+    this.hop = late[Math.floor(late.length / 2)]!;
+  }
+
+  /** Resolves at `at` (epoch ms), or at once when it has passed. */
+  until(at: number): Promise<void> {
+    return epochMs() >= at ? Promise.resolve() : this.post(at - this.hop);
+  }
+
+  private post(at: number): Promise<void> {
+    const id = (this.counter += 1);
+    return new Promise<void>((resolve) => {
+      this.waiting.set(id, resolve);
+      this.worker.postMessage({ id, at });
+    });
+  }
 }
 
+const clock = new Clock();
+const until = (at: number) => clock.until(at);
+
 async function drive(run: BaselineRun, plan: RunPlan): Promise<void> {
-  const cpuAtOpen = cpuUs();
   const live = (plan.steps as Step[]).filter((step) => step.sequence > plan.replaySequence);
   const calls = plan.callStarts.length + 1;
   let next = 0;
@@ -89,7 +149,6 @@ async function drive(run: BaselineRun, plan: RunPlan): Promise<void> {
       startedAt = epochMs();
     }
   }
-  run.record.cpuUs = cpuUs() - cpuAtOpen;
 }
 
 function main(): void {
@@ -107,7 +166,7 @@ function main(): void {
         const runIds: string[] = [];
         for (let i = 0; i < request.count; i += 1) {
           const runId = `baseline-run-${(counter += 1)}`;
-          const run: BaselineRun = { record: { runId, calls: [], published: [], cpuUs: 0 }, steps: [], waiters: [] };
+          const run: BaselineRun = { record: { runId, calls: [], published: [] }, steps: [], waiters: [] };
           for (const step of plan.steps as Step[]) if (step.sequence <= plan.replaySequence) publish(run, step, -1);
           runs.set(runId, run);
           runIds.push(runId);
@@ -126,7 +185,7 @@ function main(): void {
         throw new Error(`the baseline does not answer ${request.type}`);
     }
   });
-  wsServer.once('listening', () => reply({ type: 'ready', wsUrl: `ws://127.0.0.1:${(wsServer.address() as AddressInfo).port}/graphql`, token: 'none' }));
+  wsServer.once('listening', () => void clock.calibrate().then(() => reply({ type: 'ready', wsUrl: `ws://127.0.0.1:${(wsServer.address() as AddressInfo).port}/graphql`, token: 'none' })));
 }
 
 main();

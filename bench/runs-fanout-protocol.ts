@@ -21,8 +21,6 @@ export interface RunRecord {
   calls: ProviderCall[];
   /** Per published step: [sequence, publishedAt, index of the call whose answer it follows (−1: none)]. */
   published: [number, number, number][];
-  /** process.cpuUsage() from the gate to the END step being published, µs. */
-  cpuUs: number;
 }
 
 /** When each live step appears relative to its call's answer, and when the next call starts (from the service's unwatched runs). */

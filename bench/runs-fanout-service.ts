@@ -10,7 +10,7 @@
 import 'reflect-metadata';
 import { createScriptedAdapter, type ScriptedAnswer, type ScriptedReply } from '../src/runs/engine/scripted-adapter';
 import { BENCH_CALLER, RUNS_BENCH_TOKEN, createScratchDatabase, seedRunConfiguration, sleep, startRunsServer, traceBusOf } from './runs-support';
-import { TRACE_FIELDS, cpuUs, epochMs, reply, serveRequests, type RunRecord } from './runs-fanout-protocol';
+import { TRACE_FIELDS, epochMs, reply, serveRequests, type RunRecord } from './runs-fanout-protocol';
 
 const rounds = Number(process.env.ROUNDS ?? 10);
 const delayMs = Number(process.env.DELAY_MS ?? 5);
@@ -22,7 +22,6 @@ interface Prepared {
   open(): void;
   opened: Promise<void>;
   reached: Promise<void>;
-  cpuAtOpen: number;
   ended: () => void;
 }
 
@@ -47,7 +46,7 @@ async function main(): Promise<void> {
     let reachedGate!: () => void;
     const opened = new Promise<void>((resolve) => (open = resolve));
     const reached = new Promise<void>((resolve) => (reachedGate = resolve));
-    const run: Prepared = { record: { runId: '', calls: [], published: [], cpuUs: 0 }, answered: -1, open, opened, reached, cpuAtOpen: 0, ended: () => undefined };
+    const run: Prepared = { record: { runId: '', calls: [], published: [] }, answered: -1, open, opened, reached, ended: () => undefined };
     scripts.push(
       Array.from({ length: rounds }, (_, index) => async (): Promise<ScriptedAnswer> => {
         if (index === 0) {
@@ -69,7 +68,6 @@ async function main(): Promise<void> {
       if (message.type !== 'step') return;
       run.record.published.push([message.step.sequence, epochMs(), run.answered]);
       if (message.step.kind === 'end') {
-        run.record.cpuUs = cpuUs() - run.cpuAtOpen;
         run.ended();
       }
     });
@@ -90,7 +88,6 @@ async function main(): Promise<void> {
         const run = runs.get(request.runId);
         if (!run) throw new Error(`no prepared run ${request.runId}`);
         const ended = new Promise<void>((resolve) => (run.ended = resolve));
-        run.cpuAtOpen = cpuUs();
         run.open();
         await ended;
         runs.delete(request.runId);

@@ -27,8 +27,13 @@
  * - spread: per live step, last subscriber's receipt − first subscriber's;
  * - CPU per delivery: the server process's CPU from letting a run go to its
  *   last delivery, minus the same run's CPU with no watcher (9 unwatched runs
- *   measured in the same turn), medians per run, divided by a run's deliveries
- *   (the clients subscribe to the next run only after that reading);
+ *   measured in the same turn, over the same window: from the reading before
+ *   letting the run go to the one after it ended), medians per run, divided
+ *   by a run's deliveries (the clients subscribe to the next run only after
+ *   that reading). Neither server spends CPU on waiting: the baseline waits
+ *   for its schedule in a worker thread (see runs-fanout-baseline's Clock);
+ * - published → received (printed per turn, not a target): t(received) −
+ *   t(the server published the step), the delivery path without the loop;
  * - memory per subscriber: Δ(heapUsed + external) of the server process with
  *   the clients subscribed and idle, after gc, / clients (100 and 1,000 only);
  * - answer → stored step: t(first step after an answer published) − t(answer
@@ -156,6 +161,9 @@ export interface Measurement {
   errors: string[];
   latencyP50: number;
   latencyP99: number;
+  /** Published on the server → received, ms. */
+  handOverP50: number;
+  handOverP99: number;
   spreadP50: number;
   spreadP99: number;
   cpuUsPerDelivery: number;
@@ -193,12 +201,17 @@ function storedDelays(records: readonly RunRecord[]): number[] {
 async function unwatched(link: ServerLink, count: number): Promise<Reference> {
   const prepared = await request(link, { type: 'prepare', count }, 'prepared');
   const records: RunRecord[] = [];
+  const cpu: number[] = [];
   for (const runId of prepared.runIds) {
+    // The same window as a watched run's (measure): from the reading before `open` to the one after `ended`,
+    // so work the server does after a run's last step (finishing the run) counts on both sides.
+    const cpuAtOpen = (await request(link, { type: 'cpu' }, 'cpu')).us;
     records.push((await request(link, { type: 'open', runId }, 'ended')).record);
+    cpu.push((await request(link, { type: 'cpu' }, 'cpu')).us - cpuAtOpen);
     await sleep(20);
   }
   const delays = storedDelays(records).sort((a, b) => a - b);
-  const cpu = records.map((r) => r.cpuUs).sort((a, b) => a - b);
+  cpu.sort((a, b) => a - b);
   return { cpuUsPerRun: percentile(cpu, 50), storedDelayP50: percentile(delays, 50), storedDelayP99: percentile(delays, 99), records };
 }
 
@@ -268,12 +281,19 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
     }
     // Relate every clock to this process's.
     const latencies: number[] = [];
+    /** Published on the server → received: the delivery path alone, without the loop's timing. */
+    const handOvers: number[] = [];
     const spreads: number[] = [];
     let deliveries = 0;
     let expected = 0;
     records.forEach((record, r) => {
       const dueOf = new Map<number, number>();
-      for (const [sequence, , answer] of record.published) if (answer >= 0) dueOf.set(sequence, record.calls[answer]!.dueAt - link.offset);
+      const publishedOf = new Map<number, number>();
+      for (const [sequence, publishedAt, answer] of record.published) {
+        if (answer < 0) continue;
+        dueOf.set(sequence, record.calls[answer]!.dueAt - link.offset);
+        publishedOf.set(sequence, publishedAt - link.offset);
+      }
       expected += dueOf.size * subscribed;
       const firstLast = new Map<number, [number, number]>();
       for (const watcher of received[r]!) {
@@ -282,6 +302,7 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
           if (due === undefined) continue;
           const at = watcher[i + 1]! - clients.offset;
           latencies.push(at - due);
+          handOvers.push(at - publishedOf.get(watcher[i]!)!);
           deliveries += 1;
           const span = firstLast.get(watcher[i]!);
           if (span) firstLast.set(watcher[i]!, [Math.min(span[0], at), Math.max(span[1], at)]);
@@ -291,6 +312,7 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
       for (const [first, last] of firstLast.values()) spreads.push(last - first);
     });
     latencies.sort((a, b) => a - b);
+    handOvers.sort((a, b) => a - b);
     spreads.sort((a, b) => a - b);
     const delays = storedDelays(records).sort((a, b) => a - b);
     return {
@@ -302,6 +324,8 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
       errors: [...errors].slice(0, 3),
       latencyP50: round(percentile(latencies, 50), 2),
       latencyP99: round(percentile(latencies, 99), 2),
+      handOverP50: round(percentile(handOvers, 50), 2),
+      handOverP99: round(percentile(handOvers, 99), 2),
       spreadP50: round(percentile(spreads, 50), 2),
       spreadP99: round(percentile(spreads, 99), 2),
       // Medians per run: one run's CPU moves by more than its deliveries cost at small sizes.
@@ -338,6 +362,8 @@ function medianMeasurement(turns: readonly Measurement[]): Measurement {
     errors: [...new Set(turns.flatMap((m) => m.errors))].slice(0, 3),
     latencyP50: pick('latencyP50'),
     latencyP99: pick('latencyP99'),
+    handOverP50: pick('handOverP50'),
+    handOverP99: pick('handOverP99'),
     spreadP50: pick('spreadP50'),
     spreadP99: pick('spreadP99'),
     cpuUsPerDelivery: pick('cpuUsPerDelivery'),
@@ -377,7 +403,7 @@ export async function runRunsFanout(): Promise<{ rows: FanoutRow[]; perTurn: Mea
         const order: Kind[] = (turn + index) % 2 === 0 ? ['service', 'baseline'] : ['baseline', 'service'];
         for (const kind of order) {
           const result = await measure(kind, servers[kind], size, references[kind], client);
-          console.log(`turn ${turn + 1} ${kind} ${size}: p50 ${result.latencyP50} p99 ${result.latencyP99} spread p99 ${result.spreadP99} cpu ${result.cpuUsPerDelivery} µs stored p50 ${result.storedDelayP50} p99 ${result.storedDelayP99} (${result.deliveriesReceived}/${result.deliveriesExpected})`);
+          console.log(`turn ${turn + 1} ${kind} ${size}: p50 ${result.latencyP50} p99 ${result.latencyP99} (published → received ${result.handOverP50} / ${result.handOverP99}) spread p99 ${result.spreadP99} cpu ${result.cpuUsPerDelivery} µs stored p50 ${result.storedDelayP50} p99 ${result.storedDelayP99} (${result.deliveriesReceived}/${result.deliveriesExpected})`);
           results.push(result);
         }
       }
