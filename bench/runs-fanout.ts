@@ -26,12 +26,14 @@
  *   burst, pays for it here;
  * - spread: per live step, last subscriber's receipt − first subscriber's;
  * - CPU per delivery: the server process's CPU from letting a run go to its
- *   last delivery, minus the same run's CPU with no watcher (9 unwatched runs
- *   measured in the same turn, over the same window: from the reading before
- *   letting the run go to the one after it ended), medians per run, divided
- *   by a run's deliveries (the clients subscribe to the next run only after
- *   that reading). Neither server spends CPU on waiting: the baseline waits
- *   for its schedule in a worker thread (see runs-fanout-baseline's Clock);
+ *   last delivery, minus the CPU of an unwatched run measured right after it
+ *   (same window: from the reading before letting the run go to the one after
+ *   it ended), the median of these paired differences divided by a run's
+ *   deliveries. Pairing keeps the server's drift (warming up, caches, the
+ *   machine) out of the difference, which at 1 watcher is a few hundred µs
+ *   against a run's several ms. The clients subscribe to the next run only
+ *   after both readings. Neither server spends CPU on waiting: the baseline
+ *   waits for its schedule in a worker thread (see runs-fanout-baseline's Clock);
  * - published → received (printed per turn, not a target): t(received) −
  *   t(the server published the step), the delivery path without the loop;
  * - memory per subscriber: Δ(heapUsed + external) of the server process with
@@ -173,8 +175,6 @@ export interface Measurement {
 }
 
 interface Reference {
-  /** CPU of one unwatched run, µs. */
-  cpuUsPerRun: number;
   storedDelayP50: number;
   storedDelayP99: number;
   records: RunRecord[];
@@ -198,21 +198,26 @@ function storedDelays(records: readonly RunRecord[]): number[] {
   return delays;
 }
 
+/**
+ * Lets a prepared run go with nobody watching; its record and its CPU, over the same window as a watched run's
+ * (measure): from the reading before `open` to the one after `ended`, so work the server does after a run's last
+ * step (finishing the run) counts on both sides.
+ */
+async function runUnwatched(link: ServerLink, runId: string): Promise<{ record: RunRecord; cpuUs: number }> {
+  const cpuAtOpen = (await request(link, { type: 'cpu' }, 'cpu')).us;
+  const { record } = await request(link, { type: 'open', runId }, 'ended');
+  return { record, cpuUs: (await request(link, { type: 'cpu' }, 'cpu')).us - cpuAtOpen };
+}
+
 async function unwatched(link: ServerLink, count: number): Promise<Reference> {
   const prepared = await request(link, { type: 'prepare', count }, 'prepared');
   const records: RunRecord[] = [];
-  const cpu: number[] = [];
   for (const runId of prepared.runIds) {
-    // The same window as a watched run's (measure): from the reading before `open` to the one after `ended`,
-    // so work the server does after a run's last step (finishing the run) counts on both sides.
-    const cpuAtOpen = (await request(link, { type: 'cpu' }, 'cpu')).us;
-    records.push((await request(link, { type: 'open', runId }, 'ended')).record);
-    cpu.push((await request(link, { type: 'cpu' }, 'cpu')).us - cpuAtOpen);
+    records.push((await runUnwatched(link, runId)).record);
     await sleep(20);
   }
   const delays = storedDelays(records).sort((a, b) => a - b);
-  cpu.sort((a, b) => a - b);
-  return { cpuUsPerRun: percentile(cpu, 50), storedDelayP50: percentile(delays, 50), storedDelayP99: percentile(delays, 99), records };
+  return { storedDelayP50: percentile(delays, 50), storedDelayP99: percentile(delays, 99), records };
 }
 
 /** The plan the baseline follows: the service's steps and its unwatched timing (medians over `records`). */
@@ -231,10 +236,12 @@ function planFrom(records: readonly RunRecord[], steps: Record<string, unknown>[
   return { steps, replaySequence, offsets, callStarts, delayMs };
 }
 
-async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; token: string }, size: number, reference: Reference, client: string): Promise<Measurement> {
+async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; token: string }, size: number, client: string): Promise<Measurement> {
   const { link } = server;
   const count = runsAt(size);
   const prepared = await request(link, { type: 'prepare', count: count + 1 }, 'prepared');
+  /** One unwatched run beside each measured one, for its CPU. */
+  const pairs = await request(link, { type: 'prepare', count }, 'prepared');
   const before = (await request(link, { type: 'memory' }, 'memory')).bytes;
   const child = fork(path.join(__dirname, 'runs-fanout-clients.js'), [], {
     env: {
@@ -270,11 +277,14 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
       const ended = await request(link, { type: 'open', runId }, 'ended');
       const done = await clients.next('done');
       const cpuAtDone = (await request(link, { type: 'cpu' }, 'cpu')).us;
-      // Only now the clients subscribe to the next run: its start (token check, replay read) is not this run's CPU.
+      if (index > 0) {
+        await sleep(20);
+        cpuPerRun.push(cpuAtDone - cpuAtOpen - (await runUnwatched(link, pairs.runIds[index - 1]!)).cpuUs);
+      }
+      // Only now the clients subscribe to the next run: its start (token check, replay read) is in neither reading.
       clients.send({ type: 'go' });
       for (const error of done.errors ?? []) if (error) errors.add(error);
       if (index === 0) continue;
-      cpuPerRun.push(cpuAtDone - cpuAtOpen);
       records.push(ended.record);
       received.push(done.received ?? []);
       await sleep(20);
@@ -328,8 +338,8 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
       handOverP99: round(percentile(handOvers, 99), 2),
       spreadP50: round(percentile(spreads, 50), 2),
       spreadP99: round(percentile(spreads, 99), 2),
-      // Medians per run: one run's CPU moves by more than its deliveries cost at small sizes.
-      cpuUsPerDelivery: round((median(cpuPerRun) - reference.cpuUsPerRun) / Math.max(1, deliveries / count), 1),
+      // The median of paired differences: one run's CPU moves by more than its deliveries cost at small sizes.
+      cpuUsPerDelivery: round(median(cpuPerRun) / Math.max(1, deliveries / count), 1),
       memoryKbPerSubscriber,
       storedDelayP50: round(percentile(delays, 50), 2),
       storedDelayP99: round(percentile(delays, 99), 2),
@@ -391,7 +401,7 @@ export async function runRunsFanout(): Promise<{ rows: FanoutRow[]; perTurn: Mea
     await request(baseline.link, { type: 'plan', plan: planFrom(warm.records.slice(1), steps, replaySequence, delayMs) }, 'planned');
     const servers = { service, baseline };
     // Not counted: both servers' delivery paths compiled.
-    for (const kind of ['service', 'baseline'] as const) await measure(kind, servers[kind], 100, await unwatched(servers[kind].link, 2), client);
+    for (const kind of ['service', 'baseline'] as const) await measure(kind, servers[kind], 100, client);
 
     const perTurn: Measurement[][] = [];
     const unwatchedDelays: number[][] = [];
@@ -402,7 +412,7 @@ export async function runRunsFanout(): Promise<{ rows: FanoutRow[]; perTurn: Mea
       for (const [index, size] of sizes.entries()) {
         const order: Kind[] = (turn + index) % 2 === 0 ? ['service', 'baseline'] : ['baseline', 'service'];
         for (const kind of order) {
-          const result = await measure(kind, servers[kind], size, references[kind], client);
+          const result = await measure(kind, servers[kind], size, client);
           console.log(`turn ${turn + 1} ${kind} ${size}: p50 ${result.latencyP50} p99 ${result.latencyP99} (published → received ${result.handOverP50} / ${result.handOverP99}) spread p99 ${result.spreadP99} cpu ${result.cpuUsPerDelivery} µs stored p50 ${result.storedDelayP50} p99 ${result.storedDelayP99} (${result.deliveriesReceived}/${result.deliveriesExpected})`);
           results.push(result);
         }
@@ -448,7 +458,7 @@ export async function runRunsFanout(): Promise<{ rows: FanoutRow[]; perTurn: Mea
       rounds,
       delayMs,
       definition:
-        'latency = t(client received a live step) − t(the provider answer it follows was due); spread = last − first subscriber per step; CPU per delivery = (server CPU from gate to last delivery − the same run unwatched) / deliveries; figures are medians over turns, ratios medians of per-turn service ÷ baseline',
+        'latency = t(client received a live step) − t(the provider answer it follows was due); spread = last − first subscriber per step; CPU per delivery = median over runs of (server CPU from gate to last delivery − the CPU of an unwatched run right after it) / deliveries per run; figures are medians over turns, ratios medians of per-turn service ÷ baseline',
       rows,
       perTurn,
     });
