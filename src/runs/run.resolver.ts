@@ -33,6 +33,16 @@ function unwrap<T>(payload: T | SubscriberLaggedError): T {
   return payload;
 }
 
+/** One runTrace event as its subscribers get it (the field's resolver; see SYNCHRONOUS_EVENT_RESOLVERS). */
+export function runTraceEvent(payload: StoredStep | SubscriberLaggedError): RunStep {
+  return toRunStep(unwrap(payload));
+}
+
+/** One runDeltas event as its subscribers get it (the field's resolver; see SYNCHRONOUS_EVENT_RESOLVERS). */
+export function runDeltasEvent(payload: EngineDelta | SubscriberLaggedError): RunDelta {
+  return unwrap(payload);
+}
+
 @Resolver(() => AgentRun)
 export class RunResolver {
   @Authorized(Role.VIEWER)
@@ -150,7 +160,7 @@ export class RunResolver {
     @Arg('runId', () => ID) _runId: string,
     @Arg('afterSequence', () => Int, { nullable: true, defaultValue: 0 }) _afterSequence: number | null,
   ): RunStep {
-    return toRunStep(unwrap(payload));
+    return runTraceEvent(payload);
   }
 
   @Authorized(Role.VIEWER)
@@ -177,7 +187,7 @@ export class RunResolver {
     },
   })
   runDeltas(@Root() payload: EngineDelta | SubscriberLaggedError, @Arg('runId', () => ID) _runId: string): RunDelta {
-    return unwrap(payload);
+    return runDeltasEvent(payload);
   }
 }
 
