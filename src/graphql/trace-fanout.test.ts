@@ -1,5 +1,5 @@
 import { EventEmitter, on } from 'node:events';
-import { GraphQLError, GraphQLInt, GraphQLObjectType, GraphQLSchema, GraphQLString, parse, type ExecutionResult } from 'graphql';
+import { execute, GraphQLError, GraphQLInt, GraphQLNonNull, GraphQLObjectType, GraphQLSchema, GraphQLString, parse, type ExecutionResult } from 'graphql';
 import { createSharedSubscribe, expandPreSerialized, isPreSerialized, preSerialized } from './trace-fanout';
 
 interface Tick {
@@ -156,6 +156,49 @@ describe('createSharedSubscribe', () => {
     const { schema } = fixture();
     const result = await subscribeShared({ schema, document: parse('subscription { nope }'), contextValue: { role: 'VIEWER' } });
     expect('errors' in result && result.errors?.length).toBeTruthy();
+  });
+
+  it('gives every event the result graphql-js gives it: data, variables, aliases and errors with their path', async () => {
+    const { bus, schema } = fixture();
+    const failing = new GraphQLSchema({
+      query: schema.getQueryType(),
+      subscription: new GraphQLObjectType({
+        name: 'Subscription',
+        fields: {
+          ticks: {
+            type: new GraphQLObjectType({
+              name: 'FailingTick',
+              fields: {
+                n: { type: GraphQLInt },
+                label: { type: GraphQLString, resolve: (tick: Tick) => (tick.label === 'bad' ? Promise.reject(new GraphQLError('no label')) : tick.label) },
+                broken: { type: new GraphQLNonNull(GraphQLString), resolve: () => null },
+              },
+            }),
+            subscribe: async function* () {
+              for await (const [tick] of on(bus, 'tick')) yield tick as Tick;
+            },
+            resolve: (tick: unknown) => tick,
+          },
+        },
+      }),
+    });
+    const documents: [GraphQLSchema, string, Record<string, unknown> | undefined][] = [
+      [schema, 'subscription($withLabel: Boolean!) { ticks { count: n label @include(if: $withLabel) viewer } }', { withLabel: true }],
+      [failing, 'subscription { ticks { n label } }', undefined],
+      [failing, 'subscription { ticks { n broken } }', undefined],
+    ];
+    const iterators = await Promise.all(documents.map(([target, query, variables]) => subscribeShared({ schema: target, document: parse(query), contextValue: { role: 'EDITOR' }, variableValues: variables })));
+    const ticks = [{ n: 1, label: 'one' }, { n: 2, label: 'bad' }];
+    for (const tick of ticks) {
+      const pending = iterators.map((result) => (result as AsyncIterable<ExecutionResult>)[Symbol.asyncIterator]().next());
+      await new Promise((resolve) => setImmediate(resolve));
+      bus.emit('tick', tick);
+      const results = await Promise.all(pending);
+      for (const [index, [target, query, variables]] of documents.entries()) {
+        const expected = await execute({ schema: target, document: parse(query), rootValue: tick, contextValue: { role: 'EDITOR' }, variableValues: variables });
+        expect(asJson(results[index]!.value).payload).toEqual(JSON.parse(JSON.stringify(expected)));
+      }
+    }
   });
 });
 
