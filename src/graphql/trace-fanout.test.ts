@@ -169,7 +169,7 @@ describe('createSharedSubscribe', () => {
             type: new GraphQLObjectType({
               name: 'FailingTick',
               fields: {
-                n: { type: GraphQLInt },
+                n: { type: GraphQLInt, args: { note: { type: GraphQLString } } },
                 label: { type: GraphQLString, resolve: (tick: Tick) => (tick.label === 'bad' ? Promise.reject(new GraphQLError('no label')) : tick.label) },
                 broken: { type: new GraphQLNonNull(GraphQLString), resolve: () => null },
               },
@@ -186,6 +186,8 @@ describe('createSharedSubscribe', () => {
       [schema, 'subscription($withLabel: Boolean!) { ticks { count: n label @include(if: $withLabel) viewer } }', { withLabel: true }],
       [failing, 'subscription { ticks { n label } }', undefined],
       [failing, 'subscription { ticks { n broken } }', undefined],
+      // Compiled to JavaScript: literals that would break out of generated code stay literals.
+      [failing, 'subscription { ticks { n(note: "x\\"); process.exit(7); (\\"") a: n(note: "`${process.exit(8)}`") label } }', undefined],
     ];
     const iterators = await Promise.all(documents.map(([target, query, variables]) => subscribeShared({ schema: target, document: parse(query), contextValue: { role: 'EDITOR' }, variableValues: variables })));
     const ticks = [{ n: 1, label: 'one' }, { n: 2, label: 'bad' }];
