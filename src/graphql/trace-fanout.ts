@@ -200,15 +200,20 @@ export function serveSubscriptions<P extends Record<PropertyKey, unknown>, E ext
 /**
  * Work per event-loop turn (see DeliveryTurns), counted in frames, a socket's
  * write counting as `WRITE_COST` frames: a frame costs about 1.5 µs and a write
- * (a system call) some 15–30 µs, so a turn writes one step to some 900
- * sockets and stays within about 10–15 ms. Smaller turns (1,024, 4,096) let
- * the provider's answer in sooner but made every pass over 1,000 sockets
- * longer, with more writes (each carries fewer frames): 1,000 watchers got a
- * step over 120–240 ms instead of 50 ms (runs-fanout). A count, not a clock:
+ * (a system call) some 15–30 µs, so a turn writes one step to some 1,800
+ * sockets and stays within about 20–30 ms. A turn must hold a whole step for
+ * the audience it serves: at 8,192 (some 900 sockets) the last hundred of
+ * 1,000 watchers waited for the next turn, behind the run's own work, and a
+ * step reached them over 74–88 ms instead of 41–45 ms (spread p99, against
+ * the baseline's 32–60 ms; runs-fanout, 2026-12-01), for a loop wait of
+ * 10 ms instead of 14 ms either way (answer → stored step p50). Smaller
+ * turns (1,024, 4,096) let the provider's answer in sooner but made every
+ * pass over 1,000 sockets longer, with more writes (each carries fewer
+ * frames): 1,000 watchers got a step over 120–240 ms. A count, not a clock:
  * on a busy machine a clock budget mistook time spent descheduled for work
  * and slowed to a socket or two per turn.
  */
-const FRAMES_PER_TURN = 8192;
+const FRAMES_PER_TURN = 16384;
 const WRITE_COST = 8;
 /** Bytes a socket may have waiting before its sender waits for them to be written. */
 export const HELD_BYTES_LIMIT = 64 * 1024;
