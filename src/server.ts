@@ -17,6 +17,7 @@ import type { AppConfig } from './config';
 import { createConsoleRoutes } from './console/console-routes';
 import { createDataSource } from './db/data-source';
 import { checkSharedSchema } from './db/shared-schema';
+import type { SqliteCheckpointer } from './db/sqlite-checkpointer';
 import type { GraphQLContext } from './graphql/context';
 import { DocumentCache } from './graphql/document-cache';
 import { createErrorFormatter } from './graphql/format-error';
@@ -74,12 +75,13 @@ export function getSchema(): Promise<GraphQLSchema> {
 
 export async function createServer(config: AppConfig, options: ServerOptions = {}): Promise<RunningServer> {
   const logger = options.logger ?? createLogger(config.logLevel);
-  const { dataSource, dialect } = await createDataSource({
+  const { dataSource, dialect, checkpointer } = await createDataSource({
     database: config.database,
     schemaMode: config.schemaMode,
     sqliteBusyTimeoutMs: config.sqliteBusyTimeoutMs,
     sqliteLockWaitMs: config.sqliteLockWaitMs,
     onQuery: options.onQuery,
+    sqliteCheckpoints: { logger },
   });
   let bus: TraceBus | null = null;
   let promptEvents: PromptEventBus | null = null;
@@ -161,7 +163,7 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
     detector.start();
     core.webhookDispatcher.start();
 
-    const background = { promptEvents, revocations, detector, leaseClient, operations };
+    const background = { promptEvents, revocations, detector, leaseClient, operations, checkpointer };
     return await listen(config, services, logger, bus, background);
   } catch (error) {
     await bus?.close();
@@ -171,6 +173,7 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
     await revocations?.close();
     leaseClient?.disconnect();
     await operations?.close();
+    await checkpointer?.stop();
     await dataSource.destroy().catch(() => undefined);
     throw error;
   }
@@ -182,6 +185,8 @@ interface PromptBackground {
   detector: PromptChangeDetector;
   leaseClient: Redis | null;
   operations: Operations;
+  /** SQLite files: the WAL checkpoint worker, stopped before the database closes. */
+  checkpointer: SqliteCheckpointer | null;
 }
 
 async function listen(config: AppConfig, services: Services, logger: Logger, bus: TraceBus, background: PromptBackground): Promise<RunningServer> {
@@ -487,6 +492,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         await services.mcp.close();
         await operations.close();
         logger.debug('closing the database');
+        await background.checkpointer?.stop();
         await services.dataSource.destroy();
         logger.info('stopped');
       })()),

@@ -15,6 +15,7 @@ import { isMediumTextColumn } from './columns';
 import { allEntities } from './entities';
 import { mysqlOwnMigrations, mysqlTypo3Migrations } from './migrations/mysql';
 import { sqliteOwnMigrations, sqliteTypo3Migrations } from './migrations/sqlite';
+import { type CheckpointedConnection, type SqliteCheckpointer, type SqliteCheckpointerOptions, startSqliteCheckpointer } from './sqlite-checkpointer';
 
 export type Dialect = 'sqlite' | 'mysql' | 'mariadb';
 export type SchemaMode = 'own' | 'shared';
@@ -30,6 +31,18 @@ export interface DataSourceSetup {
   sqliteLockWaitMs?: number;
   /** Log every SQL statement through this callback (used by the query-count test). */
   onQuery?: (sql: string) => void;
+  /**
+   * SQLite files: checkpoint the WAL in a worker thread (see sqlite-checkpointer.ts).
+   * Whoever asks for it stops the returned checkpointer before destroying the data source.
+   */
+  sqliteCheckpoints?: SqliteCheckpointerOptions;
+}
+
+export interface OpenedDataSource {
+  dataSource: DataSource;
+  dialect: Dialect;
+  /** Running when `sqliteCheckpoints` was asked for and the database is an SQLite file, else null. */
+  checkpointer: SqliteCheckpointer | null;
 }
 
 /** MySQL and MariaDB need different TypeORM drivers for a drift-free schema diff (stack-notes.md). */
@@ -44,7 +57,7 @@ export async function detectMysqlFlavour(url: string): Promise<'mysql' | 'mariad
   }
 }
 
-export async function createDataSource(setup: DataSourceSetup): Promise<{ dataSource: DataSource; dialect: Dialect }> {
+export async function createDataSource(setup: DataSourceSetup): Promise<OpenedDataSource> {
   const { database, schemaMode } = setup;
   const logger = setup.onQuery
     ? {
@@ -101,7 +114,11 @@ export async function createDataSource(setup: DataSourceSetup): Promise<{ dataSo
   await dataSource.initialize();
   if (dialect !== 'sqlite') applyMysqlColumnTypes(dataSource, dialect);
   else serializeTransactions(dataSource, setup.sqliteLockWaitMs ?? 5000);
-  return { dataSource, dialect };
+  let checkpointer: SqliteCheckpointer | null = null;
+  if (database.kind === 'sqlite' && database.file !== ':memory:' && setup.sqliteCheckpoints) {
+    checkpointer = await startSqliteCheckpointer(sqliteConnectionOf(dataSource), database.file, setup.sqliteCheckpoints);
+  }
+  return { dataSource, dialect, checkpointer };
 }
 
 function migrationsFor(dialect: 'sqlite' | 'mysql', schemaMode: SchemaMode): MixedList<Function> {
@@ -151,7 +168,7 @@ function serializeTransactions(dataSource: DataSource, lockWaitMs: number): void
   const manager = dataSource.manager;
   const original = manager.transaction.bind(manager) as (...args: unknown[]) => Promise<unknown>;
   const lock = new KeyedMutex();
-  const database = (dataSource.driver as unknown as { databaseConnection: SqliteHandle }).databaseConnection;
+  const database = sqliteConnectionOf(dataSource);
   manager.transaction = ((...args: unknown[]) => {
     // transaction(work) or transaction(isolationLevel, work); DataSource.transaction passes both slots, the second maybe undefined.
     const [isolationLevel, work] = (typeof args[0] === 'function' ? [undefined, args[0]] : [args[0], args[1]]) as [unknown, (manager: EntityManager) => Promise<unknown>];
@@ -163,9 +180,13 @@ function serializeTransactions(dataSource: DataSource, lockWaitMs: number): void
   }) as typeof manager.transaction;
 }
 
-interface SqliteHandle {
-  pragma(sql: string, options?: { simple: boolean }): unknown;
+interface SqliteHandle extends CheckpointedConnection {
   prepare(sql: string): { run(): unknown };
+}
+
+/** The better-sqlite3 connection TypeORM's driver runs every query on. */
+function sqliteConnectionOf(dataSource: DataSource): SqliteHandle {
+  return (dataSource.driver as unknown as { databaseConnection: SqliteHandle }).databaseConnection;
 }
 
 /**

@@ -1,0 +1,229 @@
+/**
+ * WAL checkpoints of the embedded SQLite database run in a worker thread, not
+ * inside a commit on the main thread (src/db/sqlite-checkpointer.ts). The
+ * worker is seen through the `Worker` constructor, wrapped by a spy; the WAL
+ * through its file: the checkpoint sequence number in its header goes up each
+ * time a commit starts the WAL over, which it only does after a complete
+ * checkpoint.
+ */
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import workerThreads, { type Worker } from 'node:worker_threads';
+import Database from 'better-sqlite3';
+import type { DataSource } from 'typeorm';
+import { createDataSource } from '../../src/db/data-source';
+import {
+  BACKSTOP_AUTOCHECKPOINT_PAGES,
+  DEFAULT_AUTOCHECKPOINT_PAGES,
+  startSqliteCheckpointer,
+  type SqliteCheckpointer,
+  WAL_SIZE_LIMIT_BYTES,
+} from '../../src/db/sqlite-checkpointer';
+import { createLogger } from '../../src/logger';
+import { createTestDatabase, type TestDatabase } from '../support/databases';
+import { startTestServer } from '../support/server';
+
+/** Short, so that the tests need not wait for the production interval. */
+const TEST_INTERVAL_MS = 5;
+/** About one 4 KiB page per row. */
+const PAGE_OF_TEXT = 'p'.repeat(3500);
+const root = path.resolve(__dirname, '../..');
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function eventually(check: () => Promise<boolean> | boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms`);
+    await pause(10);
+  }
+}
+
+/** The checkpoint sequence number in the WAL header: how often a commit started the WAL over. */
+function walRestarts(file: string): number {
+  const header = Buffer.alloc(16);
+  const fd = fs.openSync(`${file}-wal`, 'r');
+  try {
+    fs.readSync(fd, header, 0, 16, 0);
+  } finally {
+    fs.closeSync(fd);
+  }
+  return header.readUInt32BE(12);
+}
+
+async function pragma(dataSource: DataSource, name: string): Promise<number> {
+  const [row] = (await dataSource.query(`PRAGMA ${name}`)) as Record<string, number>[];
+  return Number(row?.[name]);
+}
+
+describe('WAL checkpoints in a worker thread', () => {
+  let started: Worker[];
+  let warnings: string[];
+  const logger = createLogger('warn', { write: (line: string) => void warnings.push(line) });
+  let database: TestDatabase | null;
+  let opened: { dataSource: DataSource; checkpointer: SqliteCheckpointer | null } | null;
+
+  beforeEach(() => {
+    started = [];
+    warnings = [];
+    database = null;
+    opened = null;
+    const RealWorker = workerThreads.Worker;
+    jest.spyOn(workerThreads, 'Worker').mockImplementation((...args: ConstructorParameters<typeof Worker>) => {
+      const worker = new RealWorker(...args);
+      started.push(worker);
+      return worker;
+    });
+  });
+  afterEach(async () => {
+    jest.restoreAllMocks();
+    await opened?.checkpointer?.stop();
+    await opened?.dataSource.destroy();
+    await database?.drop();
+  });
+
+  async function openFileDatabase() {
+    database = await createTestDatabase('sqlite');
+    if (database.config.kind !== 'sqlite') throw new Error('unreachable');
+    opened = await createDataSource({ database: database.config, schemaMode: 'own', sqliteCheckpoints: { logger, intervalMs: TEST_INTERVAL_MS } });
+    await opened.dataSource.runMigrations();
+    await opened.dataSource.query('CREATE TABLE filler (body TEXT)');
+    return { ...opened, file: database.config.file };
+  }
+
+  it('checkpoints the WAL while the main connection only writes, and the restarted WAL is cut back', async () => {
+    const { dataSource, file } = await openFileDatabase();
+    expect(started).toHaveLength(1);
+    expect(await pragma(dataSource, 'wal_autocheckpoint')).toBe(BACKSTOP_AUTOCHECKPOINT_PAGES);
+    expect(await pragma(dataSource, 'journal_size_limit')).toBe(WAL_SIZE_LIMIT_BYTES);
+
+    // About 1,500 pages in one commit: past SQLite's default of 1,000 but short of the backstop,
+    // so the main connection checkpoints nothing itself.
+    await dataSource.transaction(async (manager) => {
+      for (let row = 0; row < 1500; row++) await manager.query('INSERT INTO filler (body) VALUES (?)', [PAGE_OF_TEXT]);
+    });
+    expect(fs.statSync(`${file}-wal`).size).toBeGreaterThan(WAL_SIZE_LIMIT_BYTES);
+    const restartsBefore = walRestarts(file);
+
+    // A commit starts the WAL over only once every frame in it was checkpointed.
+    await eventually(async () => {
+      await dataSource.query('INSERT INTO filler (body) VALUES (?)', ['small']);
+      return walRestarts(file) > restartsBefore;
+    });
+    expect(fs.statSync(`${file}-wal`).size).toBeLessThanOrEqual(WAL_SIZE_LIMIT_BYTES);
+  });
+
+  it('writes from the main connection never fail while the worker checkpoints', async () => {
+    const { dataSource, file } = await openFileDatabase();
+    const restartsBefore = walRestarts(file);
+    const until = Date.now() + 1500;
+    let written = 0;
+    const insert = 'INSERT INTO filler (body) VALUES (?)';
+    // Both ways the service writes: in a transaction, which first takes the write lock with busy_timeout 0
+    // (takeSqliteWriteLock), and as a single statement.
+    const writer = async (transactional: boolean) => {
+      while (Date.now() < until) {
+        if (transactional) await dataSource.transaction((manager) => manager.query(insert, [PAGE_OF_TEXT]));
+        else await dataSource.query(insert, [PAGE_OF_TEXT]);
+        written += 1;
+        // Bursts of writes with pauses between them, as a server's: a checkpoint can complete in a pause.
+        if (written % 5 === 0) await pause(2);
+      }
+    };
+    await Promise.all([writer(true), writer(false), writer(true)]);
+
+    const [count] = (await dataSource.query('SELECT COUNT(*) AS count FROM filler')) as { count: number }[];
+    expect(Number(count?.count)).toBe(written);
+    // The writes overlapped many checkpoints that completed (the WAL started over after each; in this
+    // test's 1.5 s about 40 times, where the main connection's backstop alone starts it over about 5).
+    expect(walRestarts(file) - restartsBefore).toBeGreaterThan(15);
+    expect(warnings).toEqual([]);
+  });
+
+  it('when the worker dies, the main connection checkpoints every 1,000 pages again and a warning says so', async () => {
+    const { dataSource } = await openFileDatabase();
+    expect(await pragma(dataSource, 'wal_autocheckpoint')).toBe(BACKSTOP_AUTOCHECKPOINT_PAGES);
+
+    await started[0]!.terminate();
+
+    await eventually(async () => (await pragma(dataSource, 'wal_autocheckpoint')) === DEFAULT_AUTOCHECKPOINT_PAGES);
+    expect(warnings).toHaveLength(1);
+    expect(JSON.parse(warnings[0]!)).toMatchObject({ level: 40, msg: expect.stringMatching(/checkpoint worker stopped/) });
+  });
+
+  it('when the worker cannot start, the main connection keeps checkpointing itself and a warning says so', async () => {
+    database = await createTestDatabase('sqlite');
+    if (database.config.kind !== 'sqlite') throw new Error('unreachable');
+    const file = database.config.file;
+    const connection = new Database(file);
+    try {
+      connection.pragma('journal_mode = WAL');
+      // The worker opens only an existing file: gone from the directory, it cannot.
+      fs.rmSync(file);
+      const checkpointer = await startSqliteCheckpointer(connection, file, { logger, intervalMs: TEST_INTERVAL_MS });
+      expect(connection.pragma('wal_autocheckpoint', { simple: true })).toBe(DEFAULT_AUTOCHECKPOINT_PAGES);
+      expect(warnings).toHaveLength(1);
+      expect(JSON.parse(warnings[0]!)).toMatchObject({ err: { code: 'SQLITE_CANTOPEN' } });
+      await checkpointer.stop();
+    } finally {
+      connection.close();
+    }
+  });
+
+  it('an in-memory database starts no worker', async () => {
+    opened = await createDataSource({ database: { kind: 'sqlite', file: ':memory:', dataDirectory: path.resolve('data') }, schemaMode: 'own', sqliteCheckpoints: { logger } });
+    expect(opened.checkpointer).toBeNull();
+    expect(started).toEqual([]);
+    expect(await pragma(opened.dataSource, 'wal_autocheckpoint')).toBe(DEFAULT_AUTOCHECKPOINT_PAGES);
+  });
+
+  it('stopping the server ends the worker and closes its connection before the database closes', async () => {
+    const server = await startTestServer('sqlite', { keepDatabase: true, server: { logger } });
+    database = server.database;
+    if (database.config.kind !== 'sqlite') throw new Error('unreachable');
+    const file = database.config.file;
+    expect(started).toHaveLength(1);
+    const exited = new Promise<number>((resolve) => started[0]!.once('exit', resolve));
+    await server.ok('mutation { createSnippet(input: { identifier: "checkpointed", name: "n", snippet: "s" }) { uid } }');
+    // Long enough for the worker to have checkpointed, so that it has the WAL open.
+    await pause(300);
+
+    await server.stop();
+
+    await expect(Promise.race([exited, pause(0).then(() => 'still running')])).resolves.toBe(0);
+    // The last connection to close removes the WAL: the worker's was closed, not left open.
+    expect(fs.existsSync(`${file}-wal`)).toBe(false);
+    expect(warnings).toEqual([]);
+  });
+
+  it('the worker neither keeps the process alive nor lets it end before it has started or stopped', async () => {
+    database = await createTestDatabase('sqlite');
+    if (database.config.kind !== 'sqlite') throw new Error('unreachable');
+    // Nothing but the checkpointer is pending in this process while it starts and stops;
+    // the second one is left running when the script ends.
+    const script = `
+      const Database = require('better-sqlite3');
+      const { startSqliteCheckpointer } = require('./src/db/sqlite-checkpointer.ts');
+      const file = ${JSON.stringify(database.config.file)};
+      const connection = new Database(file);
+      connection.pragma('journal_mode = WAL');
+      const options = { logger: require('pino')({ level: 'silent' }) };
+      const autocheckpoint = () => connection.pragma('wal_autocheckpoint', { simple: true });
+      (async () => {
+        const first = await startSqliteCheckpointer(connection, file, options);
+        process.stdout.write('started ' + autocheckpoint());
+        await first.stop();
+        process.stdout.write(', stopped ' + autocheckpoint());
+        await startSqliteCheckpointer(connection, file, options);
+        process.stdout.write(', started ' + autocheckpoint());
+      })();
+    `;
+    const output = await new Promise<string>((resolve, reject) => {
+      execFile(process.execPath, ['-r', path.join(root, 'test/support/register-ts.js'), '-e', script], { cwd: root, timeout: 20_000 }, (error, stdout, stderr) =>
+        error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout),
+      );
+    });
+    expect(output).toBe(`started ${BACKSTOP_AUTOCHECKPOINT_PAGES}, stopped ${DEFAULT_AUTOCHECKPOINT_PAGES}, started ${BACKSTOP_AUTOCHECKPOINT_PAGES}`);
+  });
+});
