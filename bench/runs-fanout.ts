@@ -16,8 +16,8 @@
  *
  * A measurement (one server, one audience size): the clients connect and
  * watch a warm-up run to its end (not counted), then RUNS_AT(size) measured
- * runs one after the other (20 at 1, 8 at 10, 3 at 100, 1 at 1,000 — enough
- * deliveries to count), each subscribed while held before its first provider
+ * runs one after the other (60 at 1, 16 at 10, 8 at 100, 3 at 1,000 — enough
+ * deliveries for a p99 and paired CPU readings that a stray run does not move), each subscribed while held before its first provider
  * call and then let go. Figures:
  * - provider answer → receipt: for every delivery of a live step,
  *   t(client received it) − t(the answer it follows was due); the due time is
@@ -183,7 +183,7 @@ interface Reference {
 const median = (values: readonly number[]) => percentile([...values].sort((a, b) => a - b), 50);
 
 function runsAt(size: number): number {
-  return size <= 1 ? 20 : size <= 10 ? 8 : size <= 100 ? 3 : 1;
+  return size <= 1 ? 60 : size <= 10 ? 16 : size <= 100 ? 8 : 3;
 }
 
 /** Per answer: first step after it published − answer due (ms, server clock). */
