@@ -117,12 +117,12 @@ describe('DeliveryTurns', () => {
       const turns = new DeliveryTurns(1);
       const [busy, other] = peers as [Peer, Peer];
       expect(turns.accepts(busy.socket, busy.tcp)).toBe(true);
-      turns.push(busy.socket, busy.tcp, 'live 1');
+      turns.push(busy.socket, busy.tcp, 'live 1', 'step 1');
       // Not corked: on its way before the chain of work settles.
       expect(busy.tcp.writableLength).toBe(0);
       const reply = turns.send(busy.socket, busy.tcp, 'reply');
-      turns.push(other.socket, other.tcp, 'other');
-      turns.push(busy.socket, busy.tcp, 'live 2');
+      turns.push(other.socket, other.tcp, 'other', 'step 2');
+      turns.push(busy.socket, busy.tcp, 'live 2', 'step 3');
       expect(turns.waitingCount).toBe(3);
       await reply;
       await settle();
@@ -133,12 +133,37 @@ describe('DeliveryTurns', () => {
     }
   });
 
+  it('writes the rest of a step begun in a turn in that turn, past its budget; the next step waits for the next turn', async () => {
+    const { peers, close } = await connect(6);
+    try {
+      // Room for one socket's write per turn.
+      const turns = new DeliveryTurns(1);
+      const step = { sequence: 7 };
+      for (const peer of peers) turns.push(peer.socket, peer.tcp, 'step 7', step);
+      expect(turns.waitingCount).toBe(0);
+      const next = { sequence: 8 };
+      for (const peer of peers) turns.push(peer.socket, peer.tcp, 'step 8', next);
+      expect(turns.waitingCount).toBe(6);
+      // Something else (a reply) while the step's frames wait: they stay in line, the step does not jump it.
+      const reply = turns.send(peers[0]!.socket, peers[0]!.tcp, 'reply');
+      turns.push(peers[1]!.socket, peers[1]!.tcp, 'step 8 again', next);
+      expect(turns.waitingCount).toBe(8);
+      await reply;
+      await settle();
+      expect(peers[0]!.received).toEqual(['step 7', 'step 8', 'reply']);
+      expect(peers[1]!.received).toEqual(['step 7', 'step 8', 'step 8 again']);
+      for (const peer of peers.slice(2)) expect(peer.received).toEqual(['step 7', 'step 8']);
+    } finally {
+      await close();
+    }
+  });
+
   it('refuses live frames for a socket that holds HELD_BYTES_LIMIT, or is closed', async () => {
     const { peers, close } = await connect(2);
     try {
       const turns = new DeliveryTurns(1);
       const [full, closed] = peers as [Peer, Peer];
-      turns.push(full.socket, full.tcp, 'first');
+      turns.push(full.socket, full.tcp, 'first', 'step 1');
       void turns.send(full.socket, full.tcp, 'x'.repeat(HELD_BYTES_LIMIT));
       expect(turns.accepts(full.socket, full.tcp)).toBe(false);
       closed.socket.terminate();

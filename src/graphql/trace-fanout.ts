@@ -121,7 +121,7 @@ export function serveSubscriptions<P extends Record<PropertyKey, unknown>, E ext
         const tcp = request.socket;
         targets.set(args, {
           accepts: () => id in ctx.subscriptions && turns.accepts(socket, tcp),
-          write: (json) => turns.push(socket, tcp, `${prefix}${json}}`),
+          write: (json) => turns.push(socket, tcp, `${prefix}${json}}`, json),
           fail: (error) => {
             fanout.onInternalError?.(error);
             socket.close(CloseCode.InternalServerError, 'Internal server error');
@@ -246,6 +246,8 @@ export class DeliveryTurns {
   private readonly corked = new Set<Socket>();
   private turnOpen = false;
   private spentThisTurn = 0;
+  /** The step whose frames `push` wrote last in this turn. */
+  private stepOfTurn: unknown = null;
   private flushQueued = false;
 
   constructor(private readonly framesPerTurn: number) {}
@@ -263,11 +265,16 @@ export class DeliveryTurns {
   /**
    * Takes a frame nobody waits for (check `accepts` first): written now or, in order, in a later turn.
    * Written now, it is not corked: a live step leaves at once, not when the run's chain of work (which
-   * may store its next steps) settles.
+   * may store its next steps) settles. `step` is what the frame carries, the same object for every
+   * watcher of it: a step whose frames began to be written in this turn has the rest written in it as
+   * well, past the turn's budget, so that it reaches its whole audience in one pass (split, its last
+   * watchers would wait behind the run's work for the next turn). The budget then holds back the steps
+   * after it.
    */
-  push(socket: WebSocket, tcp: Socket, data: string): void {
-    if (this.mayWriteNow()) {
+  push(socket: WebSocket, tcp: Socket, data: string, step: unknown): void {
+    if (this.mayWriteNow() || (step === this.stepOfTurn && this.head === this.ring.length)) {
       this.spentThisTurn += WRITE_COST;
+      this.stepOfTurn = step;
       void write(socket, tcp, data);
     } else {
       this.enqueue(socket, tcp, { data, done: null });
@@ -301,6 +308,7 @@ export class DeliveryTurns {
   private openTurn(): void {
     this.turnOpen = true;
     this.spentThisTurn = 0;
+    this.stepOfTurn = null;
     // Immediates queued now run in the next turn of the event loop, after its timers and I/O.
     setImmediate(this.nextTurn);
   }
@@ -369,7 +377,7 @@ function write(socket: WebSocket, tcp: Socket, data: string): Promise<void> {
 export interface DirectTarget {
   /** Whether a live step may be taken now (the subscription and its socket are open, little is held for it). */
   accepts(): boolean;
-  /** Writes a `next` message with this payload JSON, now or in order later. */
+  /** Writes a `next` message with this payload JSON (the same string for every watcher of the event), now or in order later. */
   write(json: string): void;
   /** A live step's result could not be built: the subscription cannot go on. */
   fail(error: unknown): void;
