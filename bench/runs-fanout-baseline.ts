@@ -9,8 +9,10 @@
  * It serves the service's own steps (its output for the same run) with the
  * same provider timing: each call is answered DELAY_MS after it starts, and
  * each step is published as long after its call's answer as the service,
- * watched by nobody, took to store and publish it (the plan the orchestrator
- * measured); the next call starts as long after the answer as it did there.
+ * watched by nobody, took to store and publish it; the next call starts as
+ * long after the answer as it did there. The orchestrator recorded 20 such
+ * runs; they are replayed one after another, each with its own timing
+ * (jitter included).
  * Nothing is stored. Not meant to be started by hand.
  */
 import type { AddressInfo } from 'node:net';
@@ -18,7 +20,7 @@ import { buildSchema, type GraphQLField, type GraphQLObjectType } from 'graphql'
 import { useServer } from 'graphql-ws/use/ws';
 import { Worker } from 'node:worker_threads';
 import { WebSocketServer } from 'ws';
-import { TRACE_FIELDS, epochMs, reply, serveRequests, type RunPlan, type RunRecord } from './runs-fanout-protocol';
+import { TRACE_FIELDS, epochMs, reply, serveRequests, type RunPlan, type RunRecord, type RunTiming } from './runs-fanout-protocol';
 
 type Step = Record<string, unknown> & { sequence: number; kind: string };
 
@@ -130,22 +132,22 @@ class Clock {
 const clock = new Clock();
 const until = (at: number) => clock.until(at);
 
-async function drive(run: BaselineRun, plan: RunPlan): Promise<void> {
+async function drive(run: BaselineRun, plan: RunPlan, timing: RunTiming): Promise<void> {
   const live = (plan.steps as Step[]).filter((step) => step.sequence > plan.replaySequence);
-  const calls = plan.callStarts.length + 1;
+  const calls = timing.callStarts.length + 1;
   let next = 0;
   let startedAt = epochMs();
   for (let call = 0; call < calls; call += 1) {
     const dueAt = startedAt + plan.delayMs;
     run.record.calls.push({ startedAt, dueAt });
     await sleep(plan.delayMs);
-    while (next < live.length && plan.offsets[next]![0] === call) {
-      await until(dueAt + plan.offsets[next]![1]);
+    while (next < live.length && timing.offsets[next]![0] === call) {
+      await until(dueAt + timing.offsets[next]![1]);
       publish(run, live[next]!, call);
       next += 1;
     }
     if (call + 1 < calls) {
-      await until(dueAt + plan.callStarts[call]!);
+      await until(dueAt + timing.callStarts[call]!);
       startedAt = epochMs();
     }
   }
@@ -156,6 +158,7 @@ function main(): void {
   useServer({ schema }, wsServer);
   let plan: RunPlan | null = null;
   let counter = 0;
+  let opened = 0;
   serveRequests(async (request) => {
     switch (request.type) {
       case 'plan':
@@ -176,7 +179,7 @@ function main(): void {
       case 'open': {
         const run = runs.get(request.runId);
         if (!run || !plan) throw new Error(`no prepared run ${request.runId}`);
-        await drive(run, plan);
+        await drive(run, plan, plan.timings[(opened += 1) % plan.timings.length]!);
         // Watchers still being served keep their own reference to the run.
         runs.delete(request.runId);
         return reply({ type: 'ended', record: run.record });

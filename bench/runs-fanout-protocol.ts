@@ -23,16 +23,22 @@ export interface RunRecord {
   published: [number, number, number][];
 }
 
-/** When each live step appears relative to its call's answer, and when the next call starts (from the service's unwatched runs). */
+/** One unwatched run of the service: when each live step appeared relative to its call's answer, and when the next call started. */
+export interface RunTiming {
+  /** Per step after the replay: [index of the call it follows, ms after that call's answer]. */
+  offsets: [number, number][];
+  /** Per call after the first: ms after the previous call's answer that it starts. */
+  callStarts: number[];
+}
+
+/** What the baseline serves, and when (from the service's unwatched runs). */
 export interface RunPlan {
   /** The steps to serve, as a watcher receives them (the service's own output). */
   steps: Record<string, unknown>[];
   /** Steps stored before the first provider call (sent as replay). */
   replaySequence: number;
-  /** Per step after the replay: [index of the call it follows, ms after that call's answer]. */
-  offsets: [number, number][];
-  /** Per call after the first: ms after the previous call's answer that it starts. */
-  callStarts: number[];
+  /** The recorded runs' timings, replayed one after another (run n follows timings[n mod length]). */
+  timings: RunTiming[];
   delayMs: number;
 }
 

@@ -8,7 +8,8 @@
  * it is made, ROUNDS rounds with a calculator call in each but the last); the
  * baseline (runs-fanout-baseline.js: graphql-ws's useServer over a plain
  * in-memory step list, serving the service's own steps with the same provider
- * timing and the service's unwatched step timing); and, per measurement, the
+ * timing and the step timing of 20 unwatched runs of the service, each replayed
+ * with its own jitter); and, per measurement, the
  * clients (runs-fanout-clients.js: SUBSCRIBERS sockets to 127.0.0.1, lean
  * graphql-transport-ws clients, or the graphql-ws client library with
  * FANOUT_CLIENT=library). Every process's clock is related to this one's over
@@ -49,7 +50,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { round, writeResult } from './bench-support';
-import { epochMs, type Reply, type Request, type RunPlan, type RunRecord } from './runs-fanout-protocol';
+import { epochMs, type Reply, type Request, type RunPlan, type RunRecord, type RunTiming } from './runs-fanout-protocol';
 import { markdownTable, percentile, sleep, withDeadline } from './runs-support';
 
 const P99_ABSOLUTE_TARGET_MS = 100;
@@ -220,20 +221,18 @@ async function unwatched(link: ServerLink, count: number): Promise<Reference> {
   return { storedDelayP50: percentile(delays, 50), storedDelayP99: percentile(delays, 99), records };
 }
 
-/** The plan the baseline follows: the service's steps and its unwatched timing (medians over `records`). */
+/**
+ * The plan the baseline follows: the service's steps, and the timing of each of `records` (unwatched runs of the
+ * service) to replay one after another. Each run's own timing, not the medians over them: the service's loop has
+ * jitter (a slower commit, a collection), and a baseline replaying medians would have none, so its p99 would lack
+ * what the service's includes at every audience size.
+ */
 function planFrom(records: readonly RunRecord[], steps: Record<string, unknown>[], replaySequence: number, delayMs: number): RunPlan {
-  const first = records[0]!;
-  const live = first.published.filter(([sequence]) => sequence > replaySequence);
-  const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50);
-  const offsets = live.map(([sequence, , answer]): [number, number] => [
-    answer,
-    median(records.map((record) => {
-      const step = record.published.find(([s]) => s === sequence)!;
-      return step[1] - record.calls[step[2]]!.dueAt;
-    })),
-  ]);
-  const callStarts = first.calls.slice(1).map((_call, index) => median(records.map((record) => record.calls[index + 1]!.startedAt - record.calls[index]!.dueAt)));
-  return { steps, replaySequence, offsets, callStarts, delayMs };
+  const timings = records.map((record): RunTiming => ({
+    offsets: record.published.filter(([sequence]) => sequence > replaySequence).map(([, publishedAt, answer]): [number, number] => [answer, publishedAt - record.calls[answer]!.dueAt]),
+    callStarts: record.calls.slice(1).map((call, index) => call.startedAt - record.calls[index]!.dueAt),
+  }));
+  return { steps, replaySequence, timings, delayMs };
 }
 
 async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; token: string }, size: number, client: string): Promise<Measurement> {
@@ -394,11 +393,13 @@ export async function runRunsFanout(): Promise<{ rows: FanoutRow[]; perTurn: Mea
   const service = await startServer('runs-fanout-service.js', env);
   const baseline = await startServer('runs-fanout-baseline.js', env);
   try {
-    // The baseline serves the service's own steps with its unwatched timing.
-    const warm = await unwatched(service.link, 6);
+    // The baseline serves the service's own steps with the timings of its unwatched runs, one run after another.
+    // Ten runs warm the service's code up; the next 20, as a warm service runs them, give the baseline its timings.
+    await unwatched(service.link, 10);
+    const warm = await unwatched(service.link, 20);
     const steps = (await request(service.link, { type: 'steps', runId: warm.records[0]!.runId }, 'steps')).steps;
     const replaySequence = Math.min(...warm.records.map((r) => r.published.filter(([, , answer]) => answer < 0).length));
-    await request(baseline.link, { type: 'plan', plan: planFrom(warm.records.slice(1), steps, replaySequence, delayMs) }, 'planned');
+    await request(baseline.link, { type: 'plan', plan: planFrom(warm.records, steps, replaySequence, delayMs) }, 'planned');
     const servers = { service, baseline };
     // Not counted: both servers' delivery paths compiled.
     for (const kind of ['service', 'baseline'] as const) await measure(kind, servers[kind], 100, client);
