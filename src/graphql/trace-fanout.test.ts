@@ -1,6 +1,13 @@
 import { EventEmitter, on } from 'node:events';
+import { compileQuery } from 'graphql-jit';
 import { execute, GraphQLError, GraphQLInt, GraphQLNonNull, GraphQLObjectType, GraphQLSchema, GraphQLString, parse, type ExecutionResult } from 'graphql';
-import { createSharedSubscribe, expandPreSerialized, isPreSerialized, preSerialized } from './trace-fanout';
+import { COMPILE_AFTER_EVENTS, createSharedSubscribe, expandPreSerialized, isPreSerialized, preSerialized } from './trace-fanout';
+
+// The real compiler, counted.
+jest.mock('graphql-jit', () => {
+  const actual = jest.requireActual<typeof import('graphql-jit')>('graphql-jit');
+  return { ...actual, compileQuery: jest.fn(actual.compileQuery) };
+});
 
 interface Tick {
   n: number;
@@ -158,6 +165,32 @@ describe('createSharedSubscribe', () => {
     expect('errors' in result && result.errors?.length).toBeTruthy();
   });
 
+  it('compiles an operation once, after COMPILE_AFTER_EVENTS events, for every subscription of the same text', async () => {
+    const { bus, schema } = fixture();
+    const compiles = jest.mocked(compileQuery);
+    compiles.mockClear();
+    try {
+      const query = 'subscription Counted { ticks { n } }';
+      const first = await open(schema, query);
+      for (let n = 1; n <= COMPILE_AFTER_EVENTS; n += 1) {
+        const next = first.next();
+        await new Promise((resolve) => setImmediate(resolve));
+        bus.emit('tick', { n, label: 'x' });
+        await next;
+      }
+      expect(compiles).not.toHaveBeenCalled();
+      const second = await open(schema, query);
+      const pending = [first.next(), second.next()];
+      await new Promise((resolve) => setImmediate(resolve));
+      bus.emit('tick', { n: 99, label: 'x' });
+      const results = await Promise.all(pending);
+      expect(results.map((result) => asJson(result.value).payload)).toEqual([{ data: { ticks: { n: 99 } } }, { data: { ticks: { n: 99 } } }]);
+      expect(compiles).toHaveBeenCalledTimes(1);
+    } finally {
+      compiles.mockClear();
+    }
+  });
+
   it('gives every event the result graphql-js gives it: data, variables, aliases and errors with their path', async () => {
     const { bus, schema } = fixture();
     const failing = new GraphQLSchema({
@@ -190,7 +223,8 @@ describe('createSharedSubscribe', () => {
       [failing, 'subscription { ticks { n(note: "x\\"); process.exit(7); (\\"") a: n(note: "`${process.exit(8)}`") label } }', undefined],
     ];
     const iterators = await Promise.all(documents.map(([target, query, variables]) => subscribeShared({ schema: target, document: parse(query), contextValue: { role: 'EDITOR' }, variableValues: variables })));
-    const ticks = [{ n: 1, label: 'one' }, { n: 2, label: 'bad' }];
+    // Executed by graphql-js first, then compiled: every event is compared, on both sides of the switch.
+    const ticks = Array.from({ length: COMPILE_AFTER_EVENTS + 3 }, (_tick, index) => ({ n: index, label: index % 2 === 0 ? 'one' : 'bad' }));
     for (const tick of ticks) {
       const pending = iterators.map((result) => (result as AsyncIterable<ExecutionResult>)[Symbol.asyncIterator]().next());
       await new Promise((resolve) => setImmediate(resolve));

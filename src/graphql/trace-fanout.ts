@@ -18,8 +18,9 @@
  *    document and operation, see `executorOf`): graphql-js's `execute`
  *    coerces the variables, collects the fields and builds a context again
  *    for every event, some 25 µs against 7 µs, and with one watcher per run
- *    every delivery pays it. Documents it cannot compile are executed by
- *    graphql-js.
+ *    every delivery pays it. An operation is compiled once it has had
+ *    COMPILE_AFTER_EVENTS events; until then, and when it cannot be
+ *    compiled, graphql-js executes it.
  *
  * 2. Live steps straight to the socket. A live trace (`LiveTrace`, see
  *    run-reader) hands each in-order live step of a watcher that is waiting
@@ -394,36 +395,63 @@ interface SharedResult {
   waiters: (() => void)[] | null;
 }
 
-/** Compiled operations per schema and document (documents with the same text are one object, see document-cache), by operation name; null: graphql-js executes it. */
-const compiledOperations = new WeakMap<GraphQLSchema, WeakMap<DocumentNode, Map<string, CompiledQuery | null>>>();
-
 /**
- * How one subscription's events are executed: by the operation compiled with
- * graphql-jit when it compiles (the same resolvers, scalars and errors), else
- * by graphql-js. Custom field or type resolvers in the arguments: graphql-js.
+ * Events of one operation executed by graphql-js before it is compiled. A
+ * compilation costs 1–5 ms, a graphql-js execution some 25 µs: an operation
+ * is compiled once it has shown that it will pay (a run's trace has dozens of
+ * steps), so a client sending many different documents that each see a few
+ * events does not make the server compile them all.
  */
-function executorOf(args: ExecutionArgs): (event: unknown) => Result {
-  const byGraphqlJs = (event: unknown) => execute({ ...args, rootValue: event }) as Result;
-  if (args.fieldResolver || args.typeResolver || args.subscribeFieldResolver) return byGraphqlJs;
-  let perDocument = compiledOperations.get(args.schema);
-  if (!perDocument) compiledOperations.set(args.schema, (perDocument = new WeakMap()));
+export const COMPILE_AFTER_EVENTS = 16;
+
+/** One operation (document and operation name): events executed so far, then its compiled form (null: graphql-js executes it). */
+interface Operation {
+  executed: number;
+  compiled: CompiledQuery | null | undefined;
+}
+
+/** Operations per schema and document (documents with the same text are one object, see document-cache), by operation name. */
+const operations = new WeakMap<GraphQLSchema, WeakMap<DocumentNode, Map<string, Operation>>>();
+
+function operationOf(args: ExecutionArgs): Operation {
+  let perDocument = operations.get(args.schema);
+  if (!perDocument) operations.set(args.schema, (perDocument = new WeakMap()));
   let perName = perDocument.get(args.document);
   if (!perName) perDocument.set(args.document, (perName = new Map()));
   const name = args.operationName ?? '';
   let operation = perName.get(name);
-  if (operation === undefined) {
-    try {
-      const built = compileQuery(args.schema, args.document, args.operationName ?? undefined);
-      operation = isCompiledQuery(built) ? built : null;
-    } catch {
-      operation = null;
-    }
-    perName.set(name, operation);
+  if (!operation) perName.set(name, (operation = { executed: 0, compiled: undefined }));
+  return operation;
+}
+
+function compile(args: ExecutionArgs): CompiledQuery | null {
+  try {
+    const built = compileQuery(args.schema, args.document, args.operationName ?? undefined);
+    return isCompiledQuery(built) ? built : null;
+  } catch {
+    return null;
   }
-  if (!operation) return byGraphqlJs;
-  const compiled = operation;
+}
+
+/**
+ * How one subscription's events are executed: by the operation compiled with
+ * graphql-jit (the same resolvers, scalars and errors) once it has had
+ * COMPILE_AFTER_EVENTS events and compiles, else by graphql-js. Custom field
+ * or type resolvers in the arguments: graphql-js.
+ */
+function executorOf(args: ExecutionArgs): (event: unknown) => Result {
+  const byGraphqlJs = (event: unknown) => execute({ ...args, rootValue: event }) as Result;
+  if (args.fieldResolver || args.typeResolver || args.subscribeFieldResolver) return byGraphqlJs;
+  const operation = operationOf(args);
   const variables = args.variableValues ?? {};
-  return (event) => compiled.query(event, args.contextValue, variables) as Result;
+  return (event) => {
+    if (operation.compiled === undefined) {
+      operation.executed += 1;
+      if (operation.executed <= COMPILE_AFTER_EVENTS) return byGraphqlJs(event);
+      operation.compiled = compile(args);
+    }
+    return operation.compiled ? (operation.compiled.query(event, args.contextValue, variables) as Result) : byGraphqlJs(event);
+  };
 }
 
 export function createSharedSubscribe(options: SharedSubscribeOptions, targetOf?: (args: ExecutionArgs) => DirectTarget | null) {
