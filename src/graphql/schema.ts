@@ -42,9 +42,10 @@ export async function buildAppSchema(): Promise<GraphQLSchema> {
  * group of watchers. Synchronous, a live step's result is built inside the
  * bus's publish and written there (see trace-fanout), before the run's next
  * work. The resolver methods call the same mappers, so the rule stays in one
- * place. Only fields without auth or middleware per event, whose arguments
- * are scalars (checked when subscribing, not per event), qualify; startup
- * fails if one of them changes.
+ * place. Only fields without @Authorized or middleware (they would run per
+ * event; this list must name no such field) and whose arguments are scalars
+ * (checked when subscribing, not per event) qualify; startup fails if one of
+ * them gains an input-object argument.
  */
 const SYNCHRONOUS_EVENT_RESOLVERS: Record<string, GraphQLFieldResolver<never, unknown>> = {
   runTrace: runTraceEvent,
