@@ -4,7 +4,8 @@
  * each other over IPC. Both servers answer the same requests, so the
  * orchestrator treats them alike.
  */
-import { performance } from 'node:perf_hooks';
+import fs from 'node:fs';
+import { PerformanceObserver, performance } from 'node:perf_hooks';
 
 /** What a watcher selects; the baseline's schema has exactly these fields. */
 export const TRACE_FIELDS = 'sequence kind round durationMs status terminationReason content finishReason totalTokens toolName toolResult toolIsError';
@@ -47,7 +48,7 @@ export type Request =
   | { type: 'plan'; plan: RunPlan }
   | { type: 'prepare'; count: number }
   | { type: 'open'; runId: string }
-  | { type: 'cpu' }
+  | { type: 'cpu'; label?: string }
   | { type: 'memory' }
   | { type: 'steps'; runId: string }
   | { type: 'exit' };
@@ -58,7 +59,7 @@ export type Reply =
   | { type: 'planned' }
   | { type: 'prepared'; runIds: string[]; replaySequence: number }
   | { type: 'ended'; record: RunRecord }
-  | { type: 'cpu'; us: number }
+  | { type: 'cpu'; us: number; gcUs: number }
   | { type: 'memory'; bytes: number }
   | { type: 'steps'; steps: Record<string, unknown>[] };
 
@@ -67,6 +68,12 @@ export const epochMs = (): number => performance.timeOrigin + performance.now();
 export function reply(message: Reply): void {
   process.send?.(message);
 }
+
+/** Time this process's main thread spent in garbage collection so far, µs (entries arrive shortly after each pause). */
+let gcUs = 0;
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) gcUs += entry.duration * 1000;
+}).observe({ entryTypes: ['gc'] });
 
 export function cpuUs(): number {
   const usage = process.cpuUsage();
@@ -83,11 +90,23 @@ export function collectedMemory(): number {
   return usage.heapUsed + usage.external;
 }
 
+/**
+ * With FANOUT_CPU_MARKS=<file>, a server writes the monotonic time (µs, the clock of a `--cpu-prof` profile's
+ * samples) and label of every CPU reading to that file when it exits, so that a profile's samples can be split
+ * into the windows CPU per delivery is measured over (watched and unwatched runs; see bench/fanout-profile.ts).
+ */
+const marksFile = process.env.FANOUT_CPU_MARKS;
+const marks: { t: number; label: string }[] | null = marksFile ? [] : null;
+if (marksFile && marks) process.once('exit', () => fs.writeFileSync(`${marksFile}.${process.pid}.json`, JSON.stringify(marks)));
+
 /** Answers the requests every server answers alike; `handle` gets the rest. */
 export function serveRequests(handle: (request: Request) => Promise<void> | void): void {
   process.on('message', (request: Request) => {
     if (request.type === 'clock') return reply({ type: 'clock', id: request.id, t: epochMs() });
-    if (request.type === 'cpu') return reply({ type: 'cpu', us: cpuUs() });
+    if (request.type === 'cpu') {
+      marks?.push({ t: Number(process.hrtime.bigint() / 1000n), label: request.label ?? '' });
+      return reply({ type: 'cpu', us: cpuUs(), gcUs });
+    }
     if (request.type === 'memory') return reply({ type: 'memory', bytes: collectedMemory() });
     if (request.type === 'exit') return void setTimeout(() => process.exit(0), 50);
     Promise.resolve(handle(request)).catch((error: unknown) => {

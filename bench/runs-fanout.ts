@@ -139,7 +139,8 @@ type ServerLink = Link<Reply>;
 async function startServer(script: string, env: Record<string, string>): Promise<{ link: ServerLink; wsUrl: string; token: string }> {
   const child = fork(path.join(__dirname, script), [], {
     env: { ...process.env, NODE_ENV: 'production', ...env },
-    execArgv: ['--expose-gc', ...(process.env.FANOUT_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean)],
+    // Node flags for both servers, and for one of them (diagnostics such as --cpu-prof or --trace-deopt).
+    execArgv: ['--expose-gc', ...[process.env.FANOUT_SERVER_NODE_ARGS, process.env[script.includes('baseline') ? 'FANOUT_BASELINE_NODE_ARGS' : 'FANOUT_SERVICE_NODE_ARGS']].join(' ').split(' ').filter(Boolean)],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const link = new Link<Reply>(script, child);
@@ -170,6 +171,8 @@ export interface Measurement {
   spreadP50: number;
   spreadP99: number;
   cpuUsPerDelivery: number;
+  /** Of which the garbage collector's pauses (mean of the paired differences, per delivery): a diagnostic. */
+  gcUsPerDelivery: number;
   memoryKbPerSubscriber: number | null;
   storedDelayP50: number;
   storedDelayP99: number;
@@ -204,10 +207,11 @@ function storedDelays(records: readonly RunRecord[]): number[] {
  * (measure): from the reading before `open` to the one after `ended`, so work the server does after a run's last
  * step (finishing the run) counts on both sides.
  */
-async function runUnwatched(link: ServerLink, runId: string): Promise<{ record: RunRecord; cpuUs: number }> {
-  const cpuAtOpen = (await request(link, { type: 'cpu' }, 'cpu')).us;
+async function runUnwatched(link: ServerLink, runId: string): Promise<{ record: RunRecord; cpuUs: number; gcUs: number }> {
+  const atOpen = await request(link, { type: 'cpu', label: 'unwatched-open' }, 'cpu');
   const { record } = await request(link, { type: 'open', runId }, 'ended');
-  return { record, cpuUs: (await request(link, { type: 'cpu' }, 'cpu')).us - cpuAtOpen };
+  const atDone = await request(link, { type: 'cpu', label: 'unwatched-done' }, 'cpu');
+  return { record, cpuUs: atDone.us - atOpen.us, gcUs: atDone.gcUs - atOpen.gcUs };
 }
 
 async function unwatched(link: ServerLink, count: number): Promise<Reference> {
@@ -260,6 +264,7 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
     const records: RunRecord[] = [];
     const received: number[][][] = [];
     const cpuPerRun: number[] = [];
+    const gcPerRun: number[] = [];
     let memoryKbPerSubscriber: number | null = null;
     let subscribed = 0;
     const errors = new Set<string>();
@@ -272,13 +277,15 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
         await clients.syncClock();
         subscribed = ready.ready ?? 0;
       }
-      const cpuAtOpen = (await request(link, { type: 'cpu' }, 'cpu')).us;
+      const atOpen = await request(link, { type: 'cpu', label: 'watched-open' }, 'cpu');
       const ended = await request(link, { type: 'open', runId }, 'ended');
       const done = await clients.next('done');
-      const cpuAtDone = (await request(link, { type: 'cpu' }, 'cpu')).us;
+      const atDone = await request(link, { type: 'cpu', label: 'watched-done' }, 'cpu');
       if (index > 0) {
         await sleep(20);
-        cpuPerRun.push(cpuAtDone - cpuAtOpen - (await runUnwatched(link, pairs.runIds[index - 1]!)).cpuUs);
+        const unwatchedRun = await runUnwatched(link, pairs.runIds[index - 1]!);
+        cpuPerRun.push(atDone.us - atOpen.us - unwatchedRun.cpuUs);
+        gcPerRun.push(atDone.gcUs - atOpen.gcUs - unwatchedRun.gcUs);
       }
       // Only now the clients subscribe to the next run: its start (token check, replay read) is in neither reading.
       clients.send({ type: 'go' });
@@ -339,6 +346,7 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
       spreadP99: round(percentile(spreads, 99), 2),
       // The median of paired differences: one run's CPU moves by more than its deliveries cost at small sizes.
       cpuUsPerDelivery: round(median(cpuPerRun) / Math.max(1, deliveries / count), 1),
+      gcUsPerDelivery: round(gcPerRun.reduce((sum, value) => sum + value, 0) / Math.max(1, deliveries), 1),
       memoryKbPerSubscriber,
       storedDelayP50: round(percentile(delays, 50), 2),
       storedDelayP99: round(percentile(delays, 99), 2),
@@ -388,6 +396,7 @@ export async function runRunsFanout(): Promise<{ rows: FanoutRow[]; perTurn: Mea
   const rounds = Number(process.env.ROUNDS ?? 10);
   const delayMs = Number(process.env.DELAY_MS ?? 5);
   const client = process.env.FANOUT_CLIENT === 'library' ? 'library' : 'lean';
+  const warmupSizes = (process.env.WARMUP_SIZES ?? '100,1,1').split(',').map(Number);
   if (sizes.some((size) => !Number.isInteger(size) || size < 1 || size > 5000)) throw new Error('SIZES must be integers 1..5000');
   const env = { ROUNDS: String(rounds), DELAY_MS: String(delayMs) };
   const service = await startServer('runs-fanout-service.js', env);
@@ -401,8 +410,8 @@ export async function runRunsFanout(): Promise<{ rows: FanoutRow[]; perTurn: Mea
     const replaySequence = Math.min(...warm.records.map((r) => r.published.filter(([, , answer]) => answer < 0).length));
     await request(baseline.link, { type: 'plan', plan: planFrom(warm.records, steps, replaySequence, delayMs) }, 'planned');
     const servers = { service, baseline };
-    // Not counted: both servers' delivery paths compiled.
-    for (const kind of ['service', 'baseline'] as const) await measure(kind, servers[kind], 100, client);
+    // Not counted: both servers warmed up alike, so that what is measured is their steady state (see WARMUP_SIZES).
+    for (const size of warmupSizes) for (const kind of ['service', 'baseline'] as const) await measure(kind, servers[kind], size, client);
 
     const perTurn: Measurement[][] = [];
     const unwatchedDelays: number[][] = [];
@@ -414,7 +423,7 @@ export async function runRunsFanout(): Promise<{ rows: FanoutRow[]; perTurn: Mea
         const order: Kind[] = (turn + index) % 2 === 0 ? ['service', 'baseline'] : ['baseline', 'service'];
         for (const kind of order) {
           const result = await measure(kind, servers[kind], size, client);
-          console.log(`turn ${turn + 1} ${kind} ${size}: p50 ${result.latencyP50} p99 ${result.latencyP99} (published → received ${result.handOverP50} / ${result.handOverP99}) spread p99 ${result.spreadP99} cpu ${result.cpuUsPerDelivery} µs stored p50 ${result.storedDelayP50} p99 ${result.storedDelayP99} (${result.deliveriesReceived}/${result.deliveriesExpected})`);
+          console.log(`turn ${turn + 1} ${kind} ${size}: p50 ${result.latencyP50} p99 ${result.latencyP99} (published → received ${result.handOverP50} / ${result.handOverP99}) spread p99 ${result.spreadP99} cpu ${result.cpuUsPerDelivery} µs (gc ${result.gcUsPerDelivery}) stored p50 ${result.storedDelayP50} p99 ${result.storedDelayP99} (${result.deliveriesReceived}/${result.deliveriesExpected})`);
           results.push(result);
         }
       }

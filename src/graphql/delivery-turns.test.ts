@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import WebSocket, { WebSocketServer } from 'ws';
-import { DeliveryTurns, HELD_BYTES_LIMIT } from './trace-fanout';
+import { DeliveryTurns, HELD_BYTES_LIMIT, nextFrame, textFrame } from './trace-fanout';
 
 interface Peer {
   /** The server's side of the connection. */
@@ -43,13 +43,21 @@ async function connect(count: number): Promise<{ peers: Peer[]; close(): Promise
 
 const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
 
+async function eventually(check: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
 describe('DeliveryTurns', () => {
   it('sends a subscriber\'s burst (messages sent one after the other as each send resolves) in one write, in order', async () => {
     const { peers, close } = await connect(1);
     try {
       const turns = new DeliveryTurns(64);
       const [peer] = peers as [Peer];
-      for (const message of ['one', 'two', 'three', 'four']) await turns.send(peer.socket, peer.tcp, message);
+      for (const message of ['one', 'two', 'three', 'four']) await turns.send(peer.socket, peer.tcp, textFrame(message));
       await settle();
       expect(peer.received).toEqual(['one', 'two', 'three', 'four']);
       expect(peer.reads()).toBe(1);
@@ -69,7 +77,7 @@ describe('DeliveryTurns', () => {
       while (Date.now() < until) {
         // wait
       }
-      const sends = peers.map((peer, index) => turns.send(peer.socket, peer.tcp, `m${index}`).then(() => order.push(`sent ${index}`)));
+      const sends = peers.map((peer, index) => turns.send(peer.socket, peer.tcp, textFrame(`m${index}`)).then(() => order.push(`sent ${index}`)));
       expect(turns.waitingCount).toBe(19);
       await Promise.all([...sends, timer]);
       // One socket per turn; the timer, due all along, runs between turns, long before the last socket.
@@ -90,11 +98,11 @@ describe('DeliveryTurns', () => {
       const [first, second, third] = peers as [Peer, Peer, Peer];
       // The first fills the turn; everything after it waits, in one line.
       const sends = [
-        turns.send(first.socket, first.tcp, 'f1'),
-        turns.send(second.socket, second.tcp, 's1'),
-        turns.send(third.socket, third.tcp, 't1'),
-        turns.send(second.socket, second.tcp, 's2'),
-        turns.send(first.socket, first.tcp, 'f2'),
+        turns.send(first.socket, first.tcp, textFrame('f1')),
+        turns.send(second.socket, second.tcp, textFrame('s1')),
+        turns.send(third.socket, third.tcp, textFrame('t1')),
+        turns.send(second.socket, second.tcp, textFrame('s2')),
+        turns.send(first.socket, first.tcp, textFrame('f2')),
       ];
       expect(turns.waitingCount).toBe(4);
       const order: string[] = [];
@@ -117,12 +125,12 @@ describe('DeliveryTurns', () => {
       const turns = new DeliveryTurns(1);
       const [busy, other] = peers as [Peer, Peer];
       expect(turns.accepts(busy.socket, busy.tcp)).toBe(true);
-      turns.push(busy.socket, busy.tcp, 'live 1', 'step 1');
+      turns.push(busy.socket, busy.tcp, textFrame('live 1'), 'step 1');
       // Not corked: on its way before the chain of work settles.
       expect(busy.tcp.writableLength).toBe(0);
-      const reply = turns.send(busy.socket, busy.tcp, 'reply');
-      turns.push(other.socket, other.tcp, 'other', 'step 2');
-      turns.push(busy.socket, busy.tcp, 'live 2', 'step 3');
+      const reply = turns.send(busy.socket, busy.tcp, textFrame('reply'));
+      turns.push(other.socket, other.tcp, textFrame('other'), 'step 2');
+      turns.push(busy.socket, busy.tcp, textFrame('live 2'), 'step 3');
       expect(turns.waitingCount).toBe(3);
       await reply;
       await settle();
@@ -139,14 +147,14 @@ describe('DeliveryTurns', () => {
       // Room for one socket's write per turn.
       const turns = new DeliveryTurns(1);
       const step = { sequence: 7 };
-      for (const peer of peers) turns.push(peer.socket, peer.tcp, 'step 7', step);
+      for (const peer of peers) turns.push(peer.socket, peer.tcp, textFrame('step 7'), step);
       expect(turns.waitingCount).toBe(0);
       const next = { sequence: 8 };
-      for (const peer of peers) turns.push(peer.socket, peer.tcp, 'step 8', next);
+      for (const peer of peers) turns.push(peer.socket, peer.tcp, textFrame('step 8'), next);
       expect(turns.waitingCount).toBe(6);
       // Something else (a reply) while the step's frames wait: they stay in line, the step does not jump it.
-      const reply = turns.send(peers[0]!.socket, peers[0]!.tcp, 'reply');
-      turns.push(peers[1]!.socket, peers[1]!.tcp, 'step 8 again', next);
+      const reply = turns.send(peers[0]!.socket, peers[0]!.tcp, textFrame('reply'));
+      turns.push(peers[1]!.socket, peers[1]!.tcp, textFrame('step 8 again'), next);
       expect(turns.waitingCount).toBe(8);
       await reply;
       await settle();
@@ -163,8 +171,8 @@ describe('DeliveryTurns', () => {
     try {
       const turns = new DeliveryTurns(1);
       const [full, closed] = peers as [Peer, Peer];
-      turns.push(full.socket, full.tcp, 'first', 'step 1');
-      void turns.send(full.socket, full.tcp, 'x'.repeat(HELD_BYTES_LIMIT));
+      turns.push(full.socket, full.tcp, textFrame('first'), 'step 1');
+      void turns.send(full.socket, full.tcp, textFrame('x'.repeat(HELD_BYTES_LIMIT)));
       expect(turns.accepts(full.socket, full.tcp)).toBe(false);
       closed.socket.terminate();
       await settle();
@@ -181,9 +189,9 @@ describe('DeliveryTurns', () => {
       const turns = new DeliveryTurns(64);
       const [peer] = peers as [Peer];
       const states: string[] = [];
-      const small = turns.send(peer.socket, peer.tcp, 'small');
-      const big = turns.send(peer.socket, peer.tcp, 'x'.repeat(HELD_BYTES_LIMIT + 1024));
-      const after = turns.send(peer.socket, peer.tcp, 'after');
+      const small = turns.send(peer.socket, peer.tcp, textFrame('small'));
+      const big = turns.send(peer.socket, peer.tcp, textFrame('x'.repeat(HELD_BYTES_LIMIT + 1024)));
+      const after = turns.send(peer.socket, peer.tcp, textFrame('after'));
       void small.then(() => states.push('small'));
       void big.then(() => states.push('big'));
       void after.then(() => states.push('after'));
@@ -205,7 +213,24 @@ describe('DeliveryTurns', () => {
     const [peer] = peers as [Peer];
     peer.socket.terminate();
     await settle();
-    await expect(new DeliveryTurns(2).send(peer.socket, peer.tcp, 'late')).resolves.toBeUndefined();
+    await expect(new DeliveryTurns(2).send(peer.socket, peer.tcp, textFrame('late'))).resolves.toBeUndefined();
     await close();
+  });
+
+  it('writes frames that a WebSocket client reads as the texts they carry, at every length encoding and in UTF-8', async () => {
+    const { peers, close } = await connect(1);
+    const [peer] = peers as [Peer];
+    try {
+      const turns = new DeliveryTurns(1024);
+      // 125 / 126 bytes: the last one-byte length and the first two-byte one; 65,535 / 65,536: the same for eight bytes.
+      const texts = ['', 'a'.repeat(125), 'a'.repeat(126), 'b'.repeat(65_535), 'c'.repeat(65_536), 'Grüße, €, 😀 and \u0000'];
+      for (const text of texts) await turns.send(peer.socket, peer.tcp, textFrame(text));
+      const payload = Buffer.from('{"data":{"step":"é"}}');
+      turns.push(peer.socket, peer.tcp, nextFrame(Buffer.from('{"id":"1","type":"next","payload":'), payload), payload);
+      await eventually(() => peer.received.length === texts.length + 1);
+      expect(peer.received).toEqual([...texts, '{"id":"1","type":"next","payload":{"data":{"step":"é"}}}']);
+    } finally {
+      await close();
+    }
   });
 });

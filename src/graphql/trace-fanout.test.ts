@@ -292,7 +292,7 @@ describe('createSharedSubscribe with a live trace (direct delivery)', () => {
     const { source, publish } = liveSource();
     const written: string[] = [];
     let accepting = true;
-    const target = { accepts: () => accepting, write: (json: string) => written.push(json), fail: (error: unknown) => { throw error; } };
+    const target = { accepts: () => accepting, write: (payload: { json: string }) => written.push(payload.json), fail: (error: unknown) => { throw error; } };
     const subscribe = createSharedSubscribe({ contextKey: () => null, finish: (result) => result }, () => target);
     const args = { schema: schemaOver(source), document: parse('subscription { live { n slow } }'), contextValue: {} };
     const iterator = ((await subscribe(args)) as AsyncIterable<ExecutionResult>)[Symbol.asyncIterator]();
@@ -310,7 +310,7 @@ describe('createSharedSubscribe with a live trace (direct delivery)', () => {
   it('ends (graphql-ws then sends complete) only after the steps taken directly are written', async () => {
     const { source, publish, end } = liveSource();
     const written: string[] = [];
-    const target = { accepts: () => true, write: (json: string) => written.push(json), fail: (error: unknown) => { throw error; } };
+    const target = { accepts: () => true, write: (payload: { json: string }) => written.push(payload.json), fail: (error: unknown) => { throw error; } };
     const subscribe = createSharedSubscribe({ contextKey: () => null, finish: (result) => result }, () => target);
     const iterator = ((await subscribe({ schema: schemaOver(source), document: parse('subscription { live { slow } }'), contextValue: {} })) as AsyncIterable<ExecutionResult>)[Symbol.asyncIterator]();
     const waiting = iterator.next();
@@ -324,7 +324,7 @@ describe('createSharedSubscribe with a live trace (direct delivery)', () => {
     const sources = [liveSource(), liveSource(), liveSource()];
     let opened = 0;
     const written: string[][] = [[], [], []];
-    const targets = written.map((list) => ({ accepts: () => true, write: (json: string) => list.push(json), fail: () => undefined }));
+    const targets = written.map((list) => ({ accepts: () => true, write: (payload: { json: string }) => list.push(payload.json), fail: () => undefined }));
     let resolved = 0;
     const schema = new GraphQLSchema({
       query: new GraphQLObjectType({ name: 'Query', fields: { ok: { type: GraphQLInt } } }),

@@ -26,8 +26,9 @@
  *    run-reader) hands each in-order live step of a watcher that is waiting
  *    for it to this module synchronously, inside the bus's publish, instead of
  *    through the watcher's queue and graphql-ws's iteration: the shared JSON
- *    is wrapped in the subscription's `next` frame (the bytes graphql-ws
- *    would send) and written, with no per-subscriber async chain (iterator,
+ *    is framed with the subscription's `next` prefix (the bytes graphql-ws
+ *    would send; the JSON encoded once for all its watchers) and written to
+ *    the TCP socket in one piece (see `write`), with no per-subscriber async chain (iterator,
  *    execute, hook, message serialisation) and no scheduling hop. A result
  *    built asynchronously (type-graphql's resolvers are) is written to every
  *    subscriber of its group, in order, once it is built. A step the module
@@ -118,11 +119,12 @@ export function serveSubscriptions<P extends Record<PropertyKey, unknown>, E ext
       const value = typeof options.context === 'function' ? await options.context(ctx, id, payload, args) : options.context;
       if (direct) {
         const { socket, request } = ctx.extra;
-        const prefix = `{"id":${JSON.stringify(id)},"type":"next","payload":`;
+        // The part of this subscription's `next` message before its payload, as graphql-ws writes it.
+        const prefix = Buffer.from(`{"id":${JSON.stringify(id)},"type":"next","payload":`);
         const tcp = request.socket;
         targets.set(args, {
           accepts: () => id in ctx.subscriptions && turns.accepts(socket, tcp),
-          write: (json) => turns.push(socket, tcp, `${prefix}${json}}`, json),
+          write: (payload) => turns.push(socket, tcp, nextFrame(prefix, payload.bytes), payload),
           fail: (error) => {
             fanout.onInternalError?.(error);
             socket.close(CloseCode.InternalServerError, 'Internal server error');
@@ -144,6 +146,8 @@ export function serveSubscriptions<P extends Record<PropertyKey, unknown>, E ext
       return preSerialized(fanout.finish(refused ?? result)) as unknown as FormattedExecutionResult;
     },
   });
+  // Frames are written to the TCP socket as they are (textFrame): a negotiated extension would change them.
+  if (wsServer.options.perMessageDeflate) throw new Error('serveSubscriptions writes uncompressed frames: create the WebSocketServer without perMessageDeflate');
   wsServer.options.handleProtocols = handleProtocols;
   // The HTTP server's errors reach the WebSocket server too; its listener is the HTTP server's owner.
   wsServer.on('error', (error) => fanout.onInternalError?.(error));
@@ -170,7 +174,7 @@ export function serveSubscriptions<P extends Record<PropertyKey, unknown>, E ext
     const closed = server.opened(
       {
         protocol: socket.protocol,
-        send: (data) => turns.send(socket, tcp, expandPreSerialized(data)),
+        send: (data) => turns.send(socket, tcp, textFrame(expandPreSerialized(data))),
         close: (code, reason) => socket.close(code, reason),
         // Messages are started in turns, a few per event-loop turn over all connections (see inbound-turns).
         onMessage: (handle) => {
@@ -220,7 +224,8 @@ const WRITE_COST = 8;
 export const HELD_BYTES_LIMIT = 64 * 1024;
 
 interface Waiting {
-  data: string;
+  /** A whole WebSocket frame. */
+  frame: Buffer;
   /** The sender waiting for this frame (null for an offered live step). */
   done: ((error?: unknown) => void) | null;
 }
@@ -253,9 +258,10 @@ export class DeliveryTurns {
 
   constructor(private readonly framesPerTurn: number) {}
 
-  send(socket: WebSocket, tcp: Socket, data: string): Promise<void> {
-    if (this.mayWriteNow()) return this.writeOne(socket, tcp, data);
-    return new Promise((resolve, reject) => this.enqueue(socket, tcp, { data, done: (error) => (error ? reject(error) : resolve()) }));
+  /** Writes a frame (see textFrame), now or in a later turn; resolves when the sender may send its next one. */
+  send(socket: WebSocket, tcp: Socket, frame: Buffer): Promise<void> {
+    if (this.mayWriteNow()) return this.writeOne(socket, tcp, frame);
+    return new Promise((resolve, reject) => this.enqueue(socket, tcp, { frame, done: (error) => (error ? reject(error) : resolve()) }));
   }
 
   /** Whether a frame nobody waits for may be taken for this socket: it is open and holds less than HELD_BYTES_LIMIT. */
@@ -272,13 +278,13 @@ export class DeliveryTurns {
    * watchers would wait behind the run's work for the next turn). The budget then holds back the steps
    * after it.
    */
-  push(socket: WebSocket, tcp: Socket, data: string, step: unknown): void {
+  push(socket: WebSocket, tcp: Socket, frame: Buffer, step: unknown): void {
     if (this.mayWriteNow() || (step === this.stepOfTurn && this.head === this.ring.length)) {
       this.spentThisTurn += WRITE_COST;
       this.stepOfTurn = step;
-      void write(socket, tcp, data);
+      void write(socket, tcp, frame);
     } else {
-      this.enqueue(socket, tcp, { data, done: null });
+      this.enqueue(socket, tcp, { frame, done: null });
     }
   }
 
@@ -303,7 +309,7 @@ export class DeliveryTurns {
       this.ring.push(backlog);
     }
     backlog.frames.push(waiting);
-    backlog.bytes += waiting.data.length;
+    backlog.bytes += waiting.frame.length;
   }
 
   private openTurn(): void {
@@ -324,8 +330,8 @@ export class DeliveryTurns {
       this.ring[this.head] = undefined as unknown as Backlog;
       this.head += 1;
       this.backlogs.delete(backlog.tcp);
-      for (const { data, done } of backlog.frames) {
-        const written = this.writeOne(backlog.socket, backlog.tcp, data);
+      for (const { frame, done } of backlog.frames) {
+        const written = this.writeOne(backlog.socket, backlog.tcp, frame);
         if (done) written.then(() => done(), done);
       }
     }
@@ -338,7 +344,7 @@ export class DeliveryTurns {
     }
   };
 
-  private writeOne(socket: WebSocket, tcp: Socket, data: string): Promise<void> {
+  private writeOne(socket: WebSocket, tcp: Socket, frame: Buffer): Promise<void> {
     this.spentThisTurn += 1;
     if (!tcp.destroyed && !this.corked.has(tcp)) {
       this.spentThisTurn += WRITE_COST - 1;
@@ -351,7 +357,7 @@ export class DeliveryTurns {
         queueMicrotask(this.queueFlush);
       }
     }
-    return write(socket, tcp, data);
+    return write(socket, tcp, frame);
   }
 
   private readonly queueFlush = (): void => process.nextTick(this.flush);
@@ -365,21 +371,74 @@ export class DeliveryTurns {
 
 const RESOLVED = Promise.resolve();
 
-function write(socket: WebSocket, tcp: Socket, data: string): Promise<void> {
+/**
+ * Writes a whole frame to the socket's TCP connection, after any frame ws wrote
+ * before it. ws writes its own frames (pings, pongs, close) synchronously and,
+ * without extensions (checked in serveSubscriptions), as they are, so frames
+ * never interleave; a frame is written only while the WebSocket is open, never
+ * after ws has begun to close it. Written here in one piece, a frame costs one
+ * buffer and one write, where ws's `send` encodes the text, frames it in two
+ * pieces and corks the socket around them.
+ */
+function write(socket: WebSocket, tcp: Socket, frame: Buffer): Promise<void> {
   if (socket.readyState !== socket.OPEN) return RESOLVED;
   if (tcp.writableLength < HELD_BYTES_LIMIT) {
-    socket.send(data);
+    tcp.write(frame);
     return RESOLVED;
   }
-  return new Promise((resolve, reject) => socket.send(data, (error) => (error ? reject(error) : resolve())));
+  return new Promise((resolve, reject) => tcp.write(frame, (error) => (error ? reject(error) : resolve())));
+}
+
+/** The header of an unmasked, unfragmented text frame (RFC 6455 §5.2) of `length` bytes, written into `frame`; returns its size. */
+function writeFrameHeader(frame: Buffer, length: number): number {
+  frame[0] = 0x81;
+  if (length < 126) {
+    frame[1] = length;
+    return 2;
+  }
+  if (length < 65_536) {
+    frame[1] = 126;
+    frame.writeUInt16BE(length, 2);
+    return 4;
+  }
+  frame[1] = 127;
+  frame.writeUInt32BE(Math.floor(length / 2 ** 32), 2);
+  frame.writeUInt32BE(length >>> 0, 6);
+  return 10;
+}
+
+const headerSize = (length: number) => (length < 126 ? 2 : length < 65_536 ? 4 : 10);
+
+/** A text message as a server's WebSocket frame. */
+export function textFrame(text: string): Buffer {
+  const length = Buffer.byteLength(text);
+  const frame = Buffer.allocUnsafe(headerSize(length) + length);
+  frame.write(text, writeFrameHeader(frame, length), 'utf8');
+  return frame;
+}
+
+const CLOSING_BRACE = 0x7d;
+
+/**
+ * A subscription's `next` message as a frame: its `prefix` (`{"id":…,"payload":`), the payload's
+ * UTF-8 bytes (encoded once per event and group, see PreSerialized.bytes) and the closing brace.
+ */
+export function nextFrame(prefix: Buffer, payload: Buffer): Buffer {
+  const length = prefix.length + payload.length + 1;
+  const frame = Buffer.allocUnsafe(headerSize(length) + length);
+  let offset = writeFrameHeader(frame, length);
+  offset += prefix.copy(frame, offset);
+  offset += payload.copy(frame, offset);
+  frame[offset] = CLOSING_BRACE;
+  return frame;
 }
 
 /** Where a subscription's live steps can be written directly (see serveSubscriptions). */
 export interface DirectTarget {
   /** Whether a live step may be taken now (the subscription and its socket are open, little is held for it). */
   accepts(): boolean;
-  /** Writes a `next` message with this payload JSON (the same string for every watcher of the event), now or in order later. */
-  write(json: string): void;
+  /** Writes a `next` message with this payload (the same object for every watcher of the event in a group), now or in order later. */
+  write(payload: PreSerialized): void;
   /** A live step's result could not be built: the subscription cannot go on. */
   fail(error: unknown): void;
 }
@@ -524,7 +583,7 @@ export function createSharedSubscribe(options: SharedSubscribeOptions, targetOf?
     const pending: SharedResult[] = [];
     let drained: (() => void)[] = [];
     const deliver = (shared: SharedResult) => {
-      if (shared.result) target.write(shared.result.json);
+      if (shared.result) target.write(shared.result);
       else target.fail(shared.failure?.error);
     };
     const drain = () => {
@@ -632,12 +691,15 @@ const pending = new Map<string, string>();
 let counter = 0;
 
 class PreSerialized implements ExecutionResult {
-  private readonly marker: string;
+  private encoded: Buffer | null = null;
   constructor(
     readonly result: ExecutionResult,
     readonly json: string,
-  ) {
-    this.marker = `pw-serialized-${NONCE}-${(counter += 1)}`;
+  ) {}
+
+  /** The JSON's UTF-8 bytes, encoded once for every frame that carries them. */
+  get bytes(): Buffer {
+    return (this.encoded ??= Buffer.from(this.json));
   }
 
   /** Kept for code that reads the result (graphql-ws's onNext hook). */
@@ -651,8 +713,9 @@ class PreSerialized implements ExecutionResult {
 
   toJSON(): string {
     if (pending.size >= PENDING_LIMIT) pending.clear();
-    pending.set(this.marker, this.json);
-    return this.marker;
+    const marker = `pw-serialized-${NONCE}-${(counter += 1)}`;
+    pending.set(marker, this.json);
+    return marker;
   }
 }
 
