@@ -48,6 +48,7 @@
  * (SIZES=1,10,100,1000 TURNS=3 ROUNDS=10 DELAY_MS=5 FANOUT_CLIENT=lean|library).
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { round, writeResult } from './bench-support';
 import { epochMs, type Reply, type Request, type RunPlan, type RunRecord, type RunTiming } from './runs-fanout-protocol';
@@ -136,11 +137,22 @@ class Link<M extends { type: string; id?: number }> {
 
 type ServerLink = Link<Reply>;
 
+/** The Node flags the service is deployed with (package.json's config.nodeFlags); this script runs from dist/bench. */
+function productionNodeFlags(): string {
+  const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8')) as { config?: { nodeFlags?: string } };
+  return manifest.config?.nodeFlags ?? '';
+}
+
 async function startServer(script: string, env: Record<string, string>): Promise<{ link: ServerLink; wsUrl: string; token: string }> {
   const child = fork(path.join(__dirname, script), [], {
     env: { ...process.env, NODE_ENV: 'production', ...env },
-    // Node flags for both servers, and for one of them (diagnostics such as --cpu-prof or --trace-deopt).
-    execArgv: ['--expose-gc', ...[process.env.FANOUT_SERVER_NODE_ARGS, process.env[script.includes('baseline') ? 'FANOUT_BASELINE_NODE_ARGS' : 'FANOUT_SERVICE_NODE_ARGS']].join(' ').split(' ').filter(Boolean)],
+    // Both servers run with the service's production Node flags (package.json's config.nodeFlags, as `npm start`
+    // and the Docker image run it), then the flags of FANOUT_SERVER_NODE_ARGS for both and of
+    // FANOUT_SERVICE_NODE_ARGS / FANOUT_BASELINE_NODE_ARGS for one (diagnostics such as --cpu-prof or --trace-deopt).
+    execArgv: [
+      '--expose-gc',
+      ...[productionNodeFlags(), process.env.FANOUT_SERVER_NODE_ARGS, process.env[script.includes('baseline') ? 'FANOUT_BASELINE_NODE_ARGS' : 'FANOUT_SERVICE_NODE_ARGS']].join(' ').split(' ').filter(Boolean),
+    ],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const link = new Link<Reply>(script, child);
