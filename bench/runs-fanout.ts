@@ -44,8 +44,13 @@
  * Every measurement is repeated TURNS times (default 3); the tables show the
  * median turn of every figure and of every ratio (service ÷ baseline, per turn).
  *
+ * Both servers run with the service's production Node flags (package.json's config.nodeFlags). Before the
+ * measured turns, both are warmed up alike with a measurement at each of WARMUP_SIZES (not counted).
+ *
  * Run: `npm run build && NODE_ENV=production node dist/bench/runs-fanout.js`
- * (SIZES=1,10,100,1000 TURNS=3 ROUNDS=10 DELAY_MS=5 FANOUT_CLIENT=lean|library).
+ * (SIZES=1,10,100,1000 TURNS=3 ROUNDS=10 DELAY_MS=5 FANOUT_CLIENT=lean|library WARMUP_SIZES=100,1,1
+ * CLIENT_PROCESSES=1; diagnostics: FANOUT_SERVER_NODE_ARGS, FANOUT_SERVICE_NODE_ARGS, FANOUT_BASELINE_NODE_ARGS,
+ * FANOUT_CPU_MARKS).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -251,27 +256,72 @@ function planFrom(records: readonly RunRecord[], steps: Record<string, unknown>[
   return { steps, replaySequence, timings, delayMs };
 }
 
-async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; token: string }, size: number, client: string): Promise<Measurement> {
+/**
+ * The client processes of one measurement, answering as one: 'ready' and 'done' once every process sent
+ * its own, with their counts summed and every receipt time on this process's clock (each process's
+ * offset, from syncClock, taken off).
+ */
+class ClientProcesses {
+  constructor(private readonly links: Link<ClientMessage>[]) {}
+
+  async next(type: 'ready' | 'done'): Promise<ClientMessage> {
+    const messages = await Promise.all(this.links.map((link) => link.next(type)));
+    const errors = messages.flatMap((message) => message.errors ?? []);
+    if (type === 'ready') {
+      const total = (key: 'ready' | 'failed') => messages.reduce((sum, message) => sum + (message[key] ?? 0), 0);
+      return { type, ready: total('ready'), failed: total('failed'), errors };
+    }
+    const received = messages.flatMap((message, index) => {
+      const offset = this.links[index]!.offset;
+      return (message.received ?? []).map((watcher) => watcher.map((value, i) => (i % 2 === 1 ? value - offset : value)));
+    });
+    return { type, received, errors };
+  }
+
+  async syncClock(): Promise<void> {
+    for (const link of this.links) await link.syncClock();
+  }
+
+  send(message: unknown): void {
+    for (const link of this.links) link.send(message);
+  }
+
+  async exit(): Promise<void> {
+    await Promise.all(this.links.map((link) => link.exit()));
+  }
+}
+
+async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; token: string }, size: number, client: string, clientProcesses: number): Promise<Measurement> {
   const { link } = server;
   const count = runsAt(size);
   const prepared = await request(link, { type: 'prepare', count: count + 1 }, 'prepared');
   /** One unwatched run beside each measured one, for its CPU. */
   const pairs = await request(link, { type: 'prepare', count }, 'prepared');
   const before = (await request(link, { type: 'memory' }, 'memory')).bytes;
-  const child = fork(path.join(__dirname, 'runs-fanout-clients.js'), [], {
-    env: {
-      ...process.env,
-      WS_URL: server.wsUrl,
-      TOKEN: server.token,
-      RUN_IDS: prepared.runIds.join(','),
-      FANOUT_CLIENT: client,
-      CLIENTS: String(size),
-      BATCH: '50',
-      READY_SEQUENCE: String(prepared.replaySequence),
-    },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const clients = new Link<ClientMessage>('the clients', child);
+  // The subscribers in CLIENT_PROCESSES processes (default 1; never more than there are subscribers), each
+  // with its own share of the sockets. One process reads every socket in turn, so at 1,000 watchers the last
+  // sockets of a step wait for the client as much as for the server. Eight processes on this 2-core machine
+  // made both servers' spreads larger and noisier (2026-12-01), so one stays the default.
+  const processes = Math.max(1, Math.min(size, clientProcesses));
+  const clients = new ClientProcesses(
+    Array.from({ length: processes }, (_, index) => {
+      const share = Math.floor(size / processes) + (index < size % processes ? 1 : 0);
+      const child = fork(path.join(__dirname, 'runs-fanout-clients.js'), [], {
+        env: {
+          ...process.env,
+          WS_URL: server.wsUrl,
+          TOKEN: server.token,
+          RUN_IDS: prepared.runIds.join(','),
+          FANOUT_CLIENT: client,
+          CLIENTS: String(share),
+          BATCH: '50',
+          READY_SEQUENCE: String(prepared.replaySequence),
+        },
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      });
+      return new Link<ClientMessage>(`client process ${index + 1}`, child);
+    }),
+  );
   try {
     const records: RunRecord[] = [];
     const received: number[][][] = [];
@@ -328,7 +378,7 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
         for (let i = 0; i < watcher.length; i += 2) {
           const due = dueOf.get(watcher[i]!);
           if (due === undefined) continue;
-          const at = watcher[i + 1]! - clients.offset;
+          const at = watcher[i + 1]!;
           latencies.push(at - due);
           handOvers.push(at - publishedOf.get(watcher[i]!)!);
           deliveries += 1;
@@ -409,6 +459,8 @@ export async function runRunsFanout(): Promise<{ rows: FanoutRow[]; perTurn: Mea
   const delayMs = Number(process.env.DELAY_MS ?? 5);
   const client = process.env.FANOUT_CLIENT === 'library' ? 'library' : 'lean';
   const warmupSizes = (process.env.WARMUP_SIZES ?? '100,1,1').split(',').map(Number);
+  const clientProcesses = Number(process.env.CLIENT_PROCESSES ?? 1);
+  if (!Number.isInteger(clientProcesses) || clientProcesses < 1) throw new Error('CLIENT_PROCESSES must be a positive integer');
   if (sizes.some((size) => !Number.isInteger(size) || size < 1 || size > 5000)) throw new Error('SIZES must be integers 1..5000');
   const env = { ROUNDS: String(rounds), DELAY_MS: String(delayMs) };
   const service = await startServer('runs-fanout-service.js', env);
@@ -423,7 +475,7 @@ export async function runRunsFanout(): Promise<{ rows: FanoutRow[]; perTurn: Mea
     await request(baseline.link, { type: 'plan', plan: planFrom(warm.records, steps, replaySequence, delayMs) }, 'planned');
     const servers = { service, baseline };
     // Not counted: both servers warmed up alike, so that what is measured is their steady state (see WARMUP_SIZES).
-    for (const size of warmupSizes) for (const kind of ['service', 'baseline'] as const) await measure(kind, servers[kind], size, client);
+    for (const size of warmupSizes) for (const kind of ['service', 'baseline'] as const) await measure(kind, servers[kind], size, client, clientProcesses);
 
     const perTurn: Measurement[][] = [];
     const unwatchedDelays: number[][] = [];
@@ -434,7 +486,7 @@ export async function runRunsFanout(): Promise<{ rows: FanoutRow[]; perTurn: Mea
       for (const [index, size] of sizes.entries()) {
         const order: Kind[] = (turn + index) % 2 === 0 ? ['service', 'baseline'] : ['baseline', 'service'];
         for (const kind of order) {
-          const result = await measure(kind, servers[kind], size, client);
+          const result = await measure(kind, servers[kind], size, client, clientProcesses);
           console.log(`turn ${turn + 1} ${kind} ${size}: p50 ${result.latencyP50} p99 ${result.latencyP99} (published → received ${result.handOverP50} / ${result.handOverP99}) spread p99 ${result.spreadP99} cpu ${result.cpuUsPerDelivery} µs (gc ${result.gcUsPerDelivery}) stored p50 ${result.storedDelayP50} p99 ${result.storedDelayP99} (${result.deliveriesReceived}/${result.deliveriesExpected})`);
           results.push(result);
         }
