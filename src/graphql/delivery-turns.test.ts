@@ -13,7 +13,7 @@ interface Peer {
 }
 
 /** `count` real WebSocket connections on 127.0.0.1. */
-async function connect(count: number): Promise<{ peers: Peer[]; close(): Promise<void> }> {
+async function connect(count: number): Promise<{ peers: Peer[]; clients: WebSocket[]; close(): Promise<void> }> {
   const server = new WebSocketServer({ port: 0, host: '127.0.0.1' });
   await new Promise((resolve) => server.once('listening', resolve));
   const port = (server.address() as AddressInfo).port;
@@ -34,6 +34,7 @@ async function connect(count: number): Promise<{ peers: Peer[]; close(): Promise
   }
   return {
     peers,
+    clients,
     close: async () => {
       for (const client of clients) client.terminate();
       await new Promise((resolve) => server.close(resolve));
@@ -215,6 +216,32 @@ describe('DeliveryTurns', () => {
     await settle();
     await expect(new DeliveryTurns(2).send(peer.socket, peer.tcp, textFrame('late'))).resolves.toBeUndefined();
     await close();
+  });
+
+  it('a reader that goes away with megabytes of live frames unread leaves no unhandled rejection behind', async () => {
+    const { peers, close, clients } = await connect(1);
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const [peer] = peers as [Peer];
+      const raw = (clients[0] as unknown as { _socket: Socket })._socket;
+      // The client stops reading, so the kernel's buffers fill and the server's writes wait in Node.
+      raw.pause();
+      const turns = new DeliveryTurns(1);
+      const frame = textFrame('y'.repeat(256 * 1024));
+      // One frame per turn: the rest wait and are written in later turns, by then past HELD_BYTES_LIMIT.
+      for (let step = 0; step < 40; step += 1) turns.push(peer.socket, peer.tcp, frame, `step ${step}`);
+      await eventually(() => turns.waitingCount === 0 && peer.tcp.writableLength > HELD_BYTES_LIMIT, 10_000);
+      // The reader goes away with everything unread: every pending write fails.
+      raw.resetAndDestroy();
+      await eventually(() => peer.tcp.destroyed);
+      await settle();
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+      await close();
+    }
   });
 
   it('writes frames that a WebSocket client reads as the texts they carry, at every length encoding and in UTF-8', async () => {

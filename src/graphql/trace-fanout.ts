@@ -282,7 +282,7 @@ export class DeliveryTurns {
     if (this.mayWriteNow() || (step === this.stepOfTurn && this.head === this.ring.length)) {
       this.spentThisTurn += WRITE_COST;
       this.stepOfTurn = step;
-      void write(socket, tcp, frame);
+      dropOnFailure(write(socket, tcp, frame));
     } else {
       this.enqueue(socket, tcp, { frame, done: null });
     }
@@ -333,6 +333,7 @@ export class DeliveryTurns {
       for (const { frame, done } of backlog.frames) {
         const written = this.writeOne(backlog.socket, backlog.tcp, frame);
         if (done) written.then(() => done(), done);
+        else dropOnFailure(written);
       }
     }
     if (this.head === this.ring.length) {
@@ -370,6 +371,16 @@ export class DeliveryTurns {
 }
 
 const RESOLVED = Promise.resolve();
+
+/**
+ * A frame nobody waits for could not be written: the connection failed under it. ws sees the same
+ * failure on the socket and closes the subscription; the frame is dropped, never left as an unhandled
+ * rejection (which would end the process).
+ */
+function dropOnFailure(written: Promise<void>): void {
+  // RESOLVED (the common case) cannot fail; only a write that waits for its callback is caught.
+  if (written !== RESOLVED) written.catch(() => undefined);
+}
 
 /**
  * Writes a whole frame to the socket's TCP connection, after any frame ws wrote
