@@ -4,6 +4,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
 
+/** The Node flags the service is deployed with (package.json's config.nodeFlags, as `npm start` and the Docker image pass them); benches run from dist/bench. */
+export function productionNodeFlags(): string {
+  const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8')) as { config?: { nodeFlags?: string } };
+  return manifest.config?.nodeFlags ?? '';
+}
+
 export interface LoadResult {
   requestsPerSecond: number;
   p50: number;

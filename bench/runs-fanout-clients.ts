@@ -5,8 +5,9 @@
  * graphql-ws client library with FANOUT_CLIENT=library), opened in batches of BATCH,
  * each subscribed to runTrace of the runs in RUN_IDS, one after the other (a
  * warm-up run, then the measured one), over the same sockets. Every received
- * step is timestamped (epoch ms, sub-millisecond) and reported to the parent
- * over IPC.
+ * step is timestamped (epoch ms, sub-millisecond) when its socket is read
+ * (the lean clients parse it after every socket ready in that turn has been
+ * read; see `receive`) and reported to the parent over IPC.
  *
  * Protocol (process.send / process.on('message')):
  *   parent → child  { type: 'clock', id }         child → parent { type: 'clock', id, t }
@@ -58,6 +59,33 @@ if (!url.startsWith('ws://127.0.0.1:')) {
 
 const watchers: Watcher[] = [];
 
+/** Messages read but not yet parsed: [handler, data, receivedAt] triples, in the order they were read. */
+const inbox: unknown[] = [];
+let inboxQueued = false;
+
+/**
+ * A message is timestamped when its socket is read and parsed afterwards: once
+ * every socket that was ready in this event-loop turn has been read
+ * (setImmediate runs after the turn's I/O). The subscribers stand for separate
+ * clients; in one process, parsing one's message at once would hold up the
+ * reading of every socket after it, so a step's last subscribers would be
+ * timed by the parsing of the others', not by the server. Every message is
+ * still parsed, in the order read.
+ */
+function receive(handle: (data: Buffer, t: number) => void, data: Buffer): void {
+  inbox.push(handle, data, epochMs());
+  if (!inboxQueued) {
+    inboxQueued = true;
+    setImmediate(drainInbox);
+  }
+}
+
+function drainInbox(): void {
+  inboxQueued = false;
+  const messages = inbox.splice(0);
+  for (let i = 0; i < messages.length; i += 3) (messages[i] as (data: Buffer, t: number) => void)(messages[i + 1] as Buffer, messages[i + 2] as number);
+}
+
 /**
  * A lean graphql-transport-ws client: connection_init, subscribe, and the
  * next / error / complete messages, parsed with JSON.parse as any client must.
@@ -84,8 +112,9 @@ function openLean(): Watcher {
     onProgress: null,
   };
   socket.on('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${token}` } })));
-  socket.on('message', (data: Buffer) => {
-    const t = epochMs();
+  // Timestamped as it is read, parsed once every socket read in this turn has been (see `receive`).
+  socket.on('message', (data: Buffer) => receive(handle, data));
+  function handle(data: Buffer, t: number): void {
     const message = JSON.parse(data.toString()) as { type: string; id?: string; payload?: { data?: { runTrace?: { sequence: number } }; errors?: { message: string }[] } | { message: string }[] };
     switch (message.type) {
       case 'connection_ack':
@@ -113,11 +142,14 @@ function openLean(): Watcher {
         return;
     }
     watcher.onProgress?.();
-  });
-  socket.on('close', (code) => {
-    if (!watcher.completed) watcher.error ??= `close ${code}`;
-    watcher.onProgress?.();
-  });
+  }
+  // After the messages read before it have been parsed (an immediate queued later runs later).
+  socket.on('close', (code) =>
+    setImmediate(() => {
+      if (!watcher.completed) watcher.error ??= `close ${code}`;
+      watcher.onProgress?.();
+    }),
+  );
   socket.on('error', (error) => {
     watcher.error ??= error.message;
     watcher.onProgress?.();

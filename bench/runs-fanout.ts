@@ -53,9 +53,8 @@
  * FANOUT_CPU_MARKS).
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
-import { round, writeResult } from './bench-support';
+import { productionNodeFlags, round, writeResult } from './bench-support';
 import { epochMs, type Reply, type Request, type RunPlan, type RunRecord, type RunTiming } from './runs-fanout-protocol';
 import { markdownTable, percentile, sleep, withDeadline } from './runs-support';
 
@@ -141,12 +140,6 @@ class Link<M extends { type: string; id?: number }> {
 }
 
 type ServerLink = Link<Reply>;
-
-/** The Node flags the service is deployed with (package.json's config.nodeFlags); this script runs from dist/bench. */
-function productionNodeFlags(): string {
-  const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8')) as { config?: { nodeFlags?: string } };
-  return manifest.config?.nodeFlags ?? '';
-}
 
 async function startServer(script: string, env: Record<string, string>): Promise<{ link: ServerLink; wsUrl: string; token: string }> {
   const child = fork(path.join(__dirname, script), [], {

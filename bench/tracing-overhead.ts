@@ -68,7 +68,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { round, seededRandom, writeResult } from './bench-support';
+import { productionNodeFlags, round, seededRandom, writeResult } from './bench-support';
 import { RUNS_BENCH_TOKEN, markdownTable, sleep, stats } from './runs-support';
 import { ROUNDS } from './tracing-overhead-server';
 
@@ -114,7 +114,11 @@ interface ServerProcess {
 }
 
 async function startServerProcess(variant: VariantName, env: Record<string, string>, build = path.join(__dirname, '..')): Promise<ServerProcess> {
-  const child: ChildProcess = fork(path.join(build, 'bench', 'tracing-overhead-server.js'), [JSON.stringify(env)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child: ChildProcess = fork(path.join(build, 'bench', 'tracing-overhead-server.js'), [JSON.stringify(env)], {
+    // As the service is deployed (npm start, the Docker image): its young generation decides how long a queued span lives.
+    execArgv: productionNodeFlags().split(' ').filter(Boolean),
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const ask = <T>(message: { type: string }, answer: string) =>
     new Promise<T>((resolve, reject) => {
       const onMessage = (reply: { type: string; message?: string }) => {
