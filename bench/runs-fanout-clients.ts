@@ -62,6 +62,7 @@ const watchers: Watcher[] = [];
 /** Messages read but not yet parsed: [handler, data, receivedAt] triples, in the order they were read. */
 const inbox: unknown[] = [];
 let inboxQueued = false;
+const NO_DATA = Buffer.alloc(0);
 
 /**
  * A message is timestamped when its socket is read and parsed afterwards: once
@@ -143,12 +144,12 @@ function openLean(): Watcher {
     }
     watcher.onProgress?.();
   }
-  // After the messages read before it have been parsed (an immediate queued later runs later).
+  // In line with the messages read before it: a `complete` still waiting to be parsed comes first.
   socket.on('close', (code) =>
-    setImmediate(() => {
+    receive(() => {
       if (!watcher.completed) watcher.error ??= `close ${code}`;
       watcher.onProgress?.();
-    }),
+    }, NO_DATA),
   );
   socket.on('error', (error) => {
     watcher.error ??= error.message;
