@@ -50,7 +50,8 @@
  * Run: `npm run build && NODE_ENV=production node dist/bench/runs-fanout.js`
  * (SIZES=1,10,100,1000 TURNS=3 ROUNDS=10 DELAY_MS=5 FANOUT_CLIENT=lean|library WARMUP_SIZES=100,1,1
  * CLIENT_PROCESSES=1; diagnostics: FANOUT_SERVER_NODE_ARGS, FANOUT_SERVICE_NODE_ARGS, FANOUT_BASELINE_NODE_ARGS,
- * FANOUT_CPU_MARKS).
+ * FANOUT_CPU_MARKS, FANOUT_TAIL=1 to print each measurement's worst 1 % of published → received as
+ * `ms@sequence r run (answer → receipt ms)`).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
@@ -355,6 +356,7 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
     /** Published on the server → received: the delivery path alone, without the loop's timing. */
     const handOvers: number[] = [];
     const spreads: number[] = [];
+    const tailDiag: [number, number, number, number][] = [];
     let deliveries = 0;
     let expected = 0;
     records.forEach((record, r) => {
@@ -374,6 +376,7 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
           const at = watcher[i + 1]!;
           latencies.push(at - due);
           handOvers.push(at - publishedOf.get(watcher[i]!)!);
+          if (process.env.FANOUT_TAIL) tailDiag.push([at - publishedOf.get(watcher[i]!)!, watcher[i]!, at - due, r]);
           deliveries += 1;
           const span = firstLast.get(watcher[i]!);
           if (span) firstLast.set(watcher[i]!, [Math.min(span[0], at), Math.max(span[1], at)]);
@@ -382,6 +385,10 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
       }
       for (const [first, last] of firstLast.values()) spreads.push(last - first);
     });
+    if (process.env.FANOUT_TAIL) {
+      tailDiag.sort((a, b) => b[0] - a[0]);
+      console.log(`TAIL ${kind} ${size}: ` + tailDiag.slice(0, Math.ceil(tailDiag.length / 100)).map(([h, seq, lat, run]) => `${round(h, 2)}@${seq}r${run}(${round(lat, 1)})`).join(' '));
+    }
     latencies.sort((a, b) => a - b);
     handOvers.sort((a, b) => a - b);
     spreads.sort((a, b) => a - b);
