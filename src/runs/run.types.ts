@@ -152,50 +152,92 @@ const runStepViews = new WeakMap<StoredStep, RunStep>();
 /** Maps a stored step to the API shape; tolerant of payloads written by other versions. */
 export function toRunStep(step: StoredStep): RunStep {
   let view = runStepViews.get(step);
-  if (!view) runStepViews.set(step, (view = mapRunStep(step)));
+  if (!view) runStepViews.set(step, (view = new RunStepView(step)));
   return view;
 }
 
-function mapRunStep(step: StoredStep): RunStep {
-  const kind = String(step.kind).toUpperCase() as RunStepKind;
-  const sent = Array.isArray(step.messagesSent) ? (step.messagesSent as WireMessage[]) : null;
-  const calls = Array.isArray(step.requestedToolCalls) ? (step.requestedToolCalls as ToolCall[]) : null;
-  const view: RunStep = {
-    sequence: step.sequence,
-    kind: Object.values(RunStepKind).includes(kind) ? kind : RunStepKind.END,
-    round: step.round,
-    durationMs: step.durationMs,
-    messagesSent: null,
-    messageCount: kind === RunStepKind.REQUEST && sent ? sent.length : null,
-    toolsOffered: Array.isArray(step.toolsOffered) ? (step.toolsOffered as string[]) : null,
-    content: str(step.content) ?? (kind === RunStepKind.END ? str(step.finalContent) : null),
-    thinking: str(step.thinking),
-    finishReason: str(step.finishReason),
-    rawFinishReason: str(step.rawFinishReason),
-    promptTokens: count(step.promptTokens),
-    completionTokens: count(step.completionTokens),
-    totalTokens: count(step.totalTokens),
-    estimatedCost: num(step.estimatedCost),
-    requestedToolCalls: calls?.map(publicToolCall) ?? null,
-    pendingToolCalls: Array.isArray(step.pendingToolCalls) ? (step.pendingToolCalls as ToolCall[]).map(publicToolCall) : null,
-    decisions: Array.isArray(step.decisions) ? (step.decisions as ToolDecision[]) : null,
-    warnings: Array.isArray(step.warnings) ? (step.warnings as string[]) : null,
-    resentAfterTakeover: step.resentAfterTakeover === true ? true : null,
-    storedRaw: step.raw ?? null,
-    toolCallId: str(step.toolCallId),
-    toolName: str(step.toolName),
-    toolArguments: step.toolArguments ?? null,
-    toolResult: str(step.toolResult),
-    toolIsError: typeof step.toolIsError === 'boolean' ? step.toolIsError : null,
-    contextBudget: step.contextBudget ?? null,
-    status: kind === RunStepKind.END ? (str(step.status) as RunStatus | null) : null,
-    terminationReason: str(step.terminationReason),
-    error: str(step.error),
-  };
-  // Mapped when asked for: a trace read without messagesSent (a REQUEST repeats the whole transcript) skips the work.
-  let messages: ChatMessage[] | null | undefined;
-  Object.defineProperty(view, 'messagesSent', { enumerable: true, get: () => (messages === undefined ? (messages = sent?.map(wireToMessage) ?? null) : messages) });
-  return view;
+const RUN_STEP_KINDS: ReadonlySet<string> = new Set(Object.values(RunStepKind));
+
+/**
+ * A stored step as the API shows it: one class, so that every view has the
+ * same shape (it is read field by field for every watcher's result), with
+ * `messagesSent` mapped when first read (a REQUEST repeats the whole
+ * transcript, and a trace read without it skips the work).
+ */
+class RunStepView implements RunStep {
+  sequence: number;
+  kind: RunStepKind;
+  round: number;
+  durationMs: number;
+  messageCount: number | null;
+  toolsOffered: string[] | null;
+  content: string | null;
+  thinking: string | null;
+  finishReason: string | null;
+  rawFinishReason: string | null;
+  promptTokens: number | null;
+  completionTokens: number | null;
+  totalTokens: number | null;
+  estimatedCost: number | null;
+  requestedToolCalls: ToolCall[] | null;
+  pendingToolCalls: ToolCall[] | null;
+  decisions: ToolDecision[] | null;
+  warnings: string[] | null;
+  resentAfterTakeover: boolean | null;
+  storedRaw: unknown;
+  toolCallId: string | null;
+  toolName: string | null;
+  toolArguments: unknown;
+  toolResult: string | null;
+  toolIsError: boolean | null;
+  contextBudget: unknown;
+  status: RunStatus | null;
+  terminationReason: string | null;
+  error: string | null;
+  readonly #sent: WireMessage[] | null;
+  #messages: ChatMessage[] | null | undefined = undefined;
+
+  constructor(step: StoredStep) {
+    const stored = String(step.kind).toUpperCase();
+    const kind = RUN_STEP_KINDS.has(stored) ? (stored as RunStepKind) : RunStepKind.END;
+    const sent = Array.isArray(step.messagesSent) ? (step.messagesSent as WireMessage[]) : null;
+    this.sequence = step.sequence;
+    this.kind = kind;
+    this.round = step.round;
+    this.durationMs = step.durationMs;
+    // Counted by the stored kind: an unknown kind shows as END and counts nothing.
+    this.messageCount = stored === RunStepKind.REQUEST && sent ? sent.length : null;
+    this.toolsOffered = Array.isArray(step.toolsOffered) ? (step.toolsOffered as string[]) : null;
+    this.content = str(step.content) ?? (stored === RunStepKind.END ? str(step.finalContent) : null);
+    this.thinking = str(step.thinking);
+    this.finishReason = str(step.finishReason);
+    this.rawFinishReason = str(step.rawFinishReason);
+    this.promptTokens = count(step.promptTokens);
+    this.completionTokens = count(step.completionTokens);
+    this.totalTokens = count(step.totalTokens);
+    this.estimatedCost = num(step.estimatedCost);
+    this.requestedToolCalls = Array.isArray(step.requestedToolCalls) ? (step.requestedToolCalls as ToolCall[]).map(publicToolCall) : null;
+    this.pendingToolCalls = Array.isArray(step.pendingToolCalls) ? (step.pendingToolCalls as ToolCall[]).map(publicToolCall) : null;
+    this.decisions = Array.isArray(step.decisions) ? (step.decisions as ToolDecision[]) : null;
+    this.warnings = Array.isArray(step.warnings) ? (step.warnings as string[]) : null;
+    this.resentAfterTakeover = step.resentAfterTakeover === true ? true : null;
+    this.storedRaw = step.raw ?? null;
+    this.toolCallId = str(step.toolCallId);
+    this.toolName = str(step.toolName);
+    this.toolArguments = step.toolArguments ?? null;
+    this.toolResult = str(step.toolResult);
+    this.toolIsError = typeof step.toolIsError === 'boolean' ? step.toolIsError : null;
+    this.contextBudget = step.contextBudget ?? null;
+    this.status = stored === RunStepKind.END ? (str(step.status) as RunStatus | null) : null;
+    this.terminationReason = str(step.terminationReason);
+    this.error = str(step.error);
+    this.#sent = sent;
+  }
+
+  get messagesSent(): ChatMessage[] | null {
+    if (this.#messages === undefined) this.#messages = this.#sent?.map(wireToMessage) ?? null;
+    return this.#messages;
+  }
 }
 
 @ObjectType({ simpleResolvers: true, description: 'An agent run. Its steps are the stored trace.' })
