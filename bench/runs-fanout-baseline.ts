@@ -10,9 +10,10 @@
  * same provider timing: each call is answered DELAY_MS after it starts, and
  * each step is published as long after its call's answer as the service,
  * watched by nobody, took to store and publish it; the next call starts as
- * long after the answer as it did there. The orchestrator recorded 20 such
- * runs; they are replayed one after another, each with its own timing
- * (jitter included).
+ * long after the answer as it did there. Before each measurement the
+ * orchestrator sends the timings of the service's most recent unwatched runs;
+ * each run replays the one the orchestrator names (a watched run and the
+ * unwatched run paired with it the same), jitter included.
  * Nothing is stored. Not meant to be started by hand.
  */
 import type { AddressInfo } from 'node:net';
@@ -179,7 +180,7 @@ function main(): void {
       case 'open': {
         const run = runs.get(request.runId);
         if (!run || !plan) throw new Error(`no prepared run ${request.runId}`);
-        await drive(run, plan, plan.timings[(opened += 1) % plan.timings.length]!);
+        await drive(run, plan, plan.timings[(request.timing ?? (opened += 1)) % plan.timings.length]!);
         // Watchers still being served keep their own reference to the run.
         runs.delete(request.runId);
         return reply({ type: 'ended', record: run.record });

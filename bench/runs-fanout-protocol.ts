@@ -38,7 +38,10 @@ export interface RunPlan {
   steps: Record<string, unknown>[];
   /** Steps stored before the first provider call (sent as replay). */
   replaySequence: number;
-  /** The recorded runs' timings, replayed one after another (run n follows timings[n mod length]). */
+  /**
+   * The recorded runs' timings. A run opened with `timing` follows timings[timing mod length]; one opened
+   * without follows the next in turn.
+   */
   timings: RunTiming[];
   delayMs: number;
 }
@@ -47,7 +50,8 @@ export type Request =
   | { type: 'clock'; id: number }
   | { type: 'plan'; plan: RunPlan }
   | { type: 'prepare'; count: number }
-  | { type: 'open'; runId: string }
+  /** `timing`: which recorded timing the baseline replays (the service ignores it: its timing is its own). */
+  | { type: 'open'; runId: string; timing?: number }
   | { type: 'cpu'; label?: string }
   | { type: 'memory' }
   | { type: 'steps'; runId: string }

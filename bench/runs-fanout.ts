@@ -8,8 +8,8 @@
  * it is made, ROUNDS rounds with a calculator call in each but the last); the
  * baseline (runs-fanout-baseline.js: graphql-ws's useServer over a plain
  * in-memory step list, serving the service's own steps with the same provider
- * timing and the step timing of 20 unwatched runs of the service, each replayed
- * with its own jitter); and, per measurement, the
+ * timing and the step timing of the service's most recent unwatched runs, each
+ * replayed with its own jitter, see planBaseline); and, per measurement, the
  * clients (runs-fanout-clients.js: SUBSCRIBERS sockets to 127.0.0.1, lean
  * graphql-transport-ws clients, or the graphql-ws client library with
  * FANOUT_CLIENT=library). Every process's clock is related to this one's over
@@ -51,15 +51,19 @@
  * (SIZES=1,10,100,1000 TURNS=3 ROUNDS=10 DELAY_MS=5 FANOUT_CLIENT=lean|library WARMUP_SIZES=100,1,1
  * CLIENT_PROCESSES=1; diagnostics: FANOUT_SERVER_NODE_ARGS, FANOUT_SERVICE_NODE_ARGS, FANOUT_BASELINE_NODE_ARGS,
  * FANOUT_CPU_MARKS, FANOUT_TAIL=1 to print each measurement's worst 1 % of published → received as
- * `ms@sequence r run (answer → receipt ms)`).
+ * `ms@sequence r run (answer → receipt ms)` and of answer due → published as `ms@sequence r run` (LATE);
+ * FANOUT_PIN=1 to run the servers on one CPU and everything else on the others, see `pinned`).
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { execFileSync, fork, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
 import path from 'node:path';
 import { productionNodeFlags, round, writeResult } from './bench-support';
 import { epochMs, type Reply, type Request, type RunPlan, type RunRecord, type RunTiming } from './runs-fanout-protocol';
 import { markdownTable, percentile, sleep, withDeadline } from './runs-support';
 
 const P99_ABSOLUTE_TARGET_MS = 100;
+/** How many of the service's most recent unwatched runs the baseline replays the timings of (see planBaseline). */
+const REPLAYED_TIMINGS = 120;
 
 type Kind = 'service' | 'baseline';
 
@@ -142,6 +146,21 @@ class Link<M extends { type: string; id?: number }> {
 
 type ServerLink = Link<Reply>;
 
+/**
+ * FANOUT_PIN=1: the servers run on the last CPU, this process and the clients on the others (taskset), as a
+ * server and its clients are on separate machines in use. Otherwise a server's loop and a client's reading
+ * share both CPUs, and a watched run's loop is preempted by its own client.
+ */
+const pinned = process.env.FANOUT_PIN === '1' && os.availableParallelism() >= 2;
+const serverCpus = String(os.availableParallelism() - 1);
+const clientCpus = `0-${os.availableParallelism() - 2}`;
+
+function pin(pid: number | undefined, cpus: string): void {
+  if (!pinned || pid === undefined) return;
+  // -a: every thread of the process (libuv's and V8's too); threads started later inherit it.
+  execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' });
+}
+
 async function startServer(script: string, env: Record<string, string>): Promise<{ link: ServerLink; wsUrl: string; token: string }> {
   const child = fork(path.join(__dirname, script), [], {
     env: { ...process.env, NODE_ENV: 'production', ...env },
@@ -154,6 +173,7 @@ async function startServer(script: string, env: Record<string, string>): Promise
     ],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
+  pin(child.pid, serverCpus);
   const link = new Link<Reply>(script, child);
   const ready = (await link.next('ready', 120_000)) as Extract<Reply, { type: 'ready' }>;
   await link.syncClock();
@@ -187,6 +207,11 @@ export interface Measurement {
   memoryKbPerSubscriber: number | null;
   storedDelayP50: number;
   storedDelayP99: number;
+  /** Every live step: published − the answer it follows due, ms, in the watched runs and in their paired unwatched runs (a diagnostic). */
+  publishedDelayP50: number;
+  publishedDelayP99: number;
+  unwatchedPublishedDelayP50: number;
+  unwatchedPublishedDelayP99: number;
 }
 
 interface Reference {
@@ -199,6 +224,13 @@ const median = (values: readonly number[]) => percentile([...values].sort((a, b)
 
 function runsAt(size: number): number {
   return size <= 1 ? 60 : size <= 10 ? 16 : size <= 100 ? 8 : 3;
+}
+
+/** Per live step: published − the answer it follows due (ms, server clock). */
+function publishedDelays(records: readonly RunRecord[]): number[] {
+  const delays: number[] = [];
+  for (const record of records) for (const [, publishedAt, answer] of record.published) if (answer >= 0) delays.push(publishedAt - record.calls[answer]!.dueAt);
+  return delays.sort((a, b) => a - b);
 }
 
 /** Per answer: first step after it published − answer due (ms, server clock). */
@@ -218,9 +250,9 @@ function storedDelays(records: readonly RunRecord[]): number[] {
  * (measure): from the reading before `open` to the one after `ended`, so work the server does after a run's last
  * step (finishing the run) counts on both sides.
  */
-async function runUnwatched(link: ServerLink, runId: string): Promise<{ record: RunRecord; cpuUs: number; gcUs: number }> {
+async function runUnwatched(link: ServerLink, runId: string, timing?: number): Promise<{ record: RunRecord; cpuUs: number; gcUs: number }> {
   const atOpen = await request(link, { type: 'cpu', label: 'unwatched-open' }, 'cpu');
-  const { record } = await request(link, { type: 'open', runId }, 'ended');
+  const { record } = await request(link, { type: 'open', runId, timing }, 'ended');
   const atDone = await request(link, { type: 'cpu', label: 'unwatched-done' }, 'cpu');
   return { record, cpuUs: atDone.us - atOpen.us, gcUs: atDone.gcUs - atOpen.gcUs };
 }
@@ -285,7 +317,14 @@ class ClientProcesses {
   }
 }
 
-async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; token: string }, size: number, client: string, clientProcesses: number): Promise<Measurement> {
+/** The recorded timing the baseline replays for the next watched run (see measure). */
+let watchedTiming = 0;
+
+/**
+ * `unwatchedPool`: the service's unwatched runs so far, most recent last; a service measurement adds the unwatched
+ * run paired with each watched one.
+ */
+async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; token: string }, size: number, client: string, clientProcesses: number, unwatchedPool: RunRecord[]): Promise<Measurement> {
   const { link } = server;
   const count = runsAt(size);
   const prepared = await request(link, { type: 'prepare', count: count + 1 }, 'prepared');
@@ -313,6 +352,7 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
         },
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       });
+      pin(child.pid, clientCpus);
       return new Link<ClientMessage>(`client process ${index + 1}`, child);
     }),
   );
@@ -321,6 +361,7 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
     const received: number[][][] = [];
     const cpuPerRun: number[] = [];
     const gcPerRun: number[] = [];
+    const unwatchedRecords: RunRecord[] = [];
     let memoryKbPerSubscriber: number | null = null;
     let subscribed = 0;
     const errors = new Set<string>();
@@ -334,13 +375,19 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
         subscribed = ready.ready ?? 0;
       }
       const atOpen = await request(link, { type: 'cpu', label: 'watched-open' }, 'cpu');
-      const ended = await request(link, { type: 'open', runId }, 'ended');
+      // The baseline replays every recorded timing in turn for the watched runs, and the same one for the unwatched
+      // run paired with each. (Left to take the next in turn, watched and unwatched runs alternated, so the watched
+      // runs of a measurement replayed only every other timing: half of them, never the other half.)
+      const timing = (watchedTiming += 1);
+      const ended = await request(link, { type: 'open', runId, timing }, 'ended');
       const done = await clients.next('done');
       const atDone = await request(link, { type: 'cpu', label: 'watched-done' }, 'cpu');
       if (index > 0) {
         await sleep(20);
-        const unwatchedRun = await runUnwatched(link, pairs.runIds[index - 1]!);
+        const unwatchedRun = await runUnwatched(link, pairs.runIds[index - 1]!, timing);
         cpuPerRun.push(atDone.us - atOpen.us - unwatchedRun.cpuUs);
+        unwatchedRecords.push(unwatchedRun.record);
+        if (kind === 'service') unwatchedPool.push(unwatchedRun.record);
         gcPerRun.push(atDone.gcUs - atOpen.gcUs - unwatchedRun.gcUs);
       }
       // Only now the clients subscribe to the next run: its start (token check, replay read) is in neither reading.
@@ -387,6 +434,12 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
     });
     if (process.env.FANOUT_TAIL) {
       tailDiag.sort((a, b) => b[0] - a[0]);
+      const late: [number, number, number][] = [];
+      records.forEach((record, r) => {
+        for (const [sequence, publishedAt, answer] of record.published) if (answer >= 0) late.push([publishedAt - record.calls[answer]!.dueAt, sequence, r]);
+      });
+      late.sort((a, b) => b[0] - a[0]);
+      console.log(`LATE ${kind} ${size}: ` + late.slice(0, Math.ceil(late.length / 100)).map(([ms, seq, run]) => `${round(ms, 2)}@${seq}r${run}`).join(' '));
       console.log(`TAIL ${kind} ${size}: ` + tailDiag.slice(0, Math.ceil(tailDiag.length / 100)).map(([h, seq, lat, run]) => `${round(h, 2)}@${seq}r${run}(${round(lat, 1)})`).join(' '));
     }
     latencies.sort((a, b) => a - b);
@@ -412,6 +465,10 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
       memoryKbPerSubscriber,
       storedDelayP50: round(percentile(delays, 50), 2),
       storedDelayP99: round(percentile(delays, 99), 2),
+      publishedDelayP50: round(percentile(publishedDelays(records), 50), 2),
+      publishedDelayP99: round(percentile(publishedDelays(records), 99), 2),
+      unwatchedPublishedDelayP50: round(percentile(publishedDelays(unwatchedRecords), 50), 2),
+      unwatchedPublishedDelayP99: round(percentile(publishedDelays(unwatchedRecords), 99), 2),
     };
   } finally {
     await clients.exit();
@@ -449,6 +506,10 @@ function medianMeasurement(turns: readonly Measurement[]): Measurement {
     memoryKbPerSubscriber: memory.length > 0 ? round(median(memory), 1) : null,
     storedDelayP50: pick('storedDelayP50'),
     storedDelayP99: pick('storedDelayP99'),
+    publishedDelayP50: pick('publishedDelayP50'),
+    publishedDelayP99: pick('publishedDelayP99'),
+    unwatchedPublishedDelayP50: pick('unwatchedPublishedDelayP50'),
+    unwatchedPublishedDelayP99: pick('unwatchedPublishedDelayP99'),
   };
 }
 
@@ -463,31 +524,45 @@ export async function runRunsFanout(): Promise<{ rows: FanoutRow[]; perTurn: Mea
   if (!Number.isInteger(clientProcesses) || clientProcesses < 1) throw new Error('CLIENT_PROCESSES must be a positive integer');
   if (sizes.some((size) => !Number.isInteger(size) || size < 1 || size > 5000)) throw new Error('SIZES must be integers 1..5000');
   const env = { ROUNDS: String(rounds), DELAY_MS: String(delayMs) };
+  pin(process.pid, clientCpus);
   const service = await startServer('runs-fanout-service.js', env);
   const baseline = await startServer('runs-fanout-baseline.js', env);
   try {
-    // The baseline serves the service's own steps with the timings of its unwatched runs, one run after another.
-    // Ten runs warm the service's code up; the next 20, as a warm service runs them, give the baseline its timings.
+    // The baseline serves the service's own steps with the timings of its unwatched runs (see planFor).
+    // Ten runs warm the service's code up; the next 20, as a warm service runs them, are the first timings.
     await unwatched(service.link, 10);
     const warm = await unwatched(service.link, 20);
     const steps = (await request(service.link, { type: 'steps', runId: warm.records[0]!.runId }, 'steps')).steps;
     const replaySequence = Math.min(...warm.records.map((r) => r.published.filter(([, , answer]) => answer < 0).length));
-    await request(baseline.link, { type: 'plan', plan: planFrom(warm.records, steps, replaySequence, delayMs) }, 'planned');
+    const unwatchedPool: RunRecord[] = [...warm.records];
+    /**
+     * Before every baseline measurement, the timings it replays: the service's REPLAYED_TIMINGS most recent unwatched
+     * runs (the pairs of its last measurements, its reference runs), so that the loop's jitter the baseline is
+     * given is the service's own in the same stretch of the benchmark, stalls included at the rate they happen.
+     * (A fixed set of 20 runs recorded at the start made the baseline's p99 hang on whether one of those 20 had
+     * stalled: one run is 5 % of every measurement's runs.)
+     */
+    const planBaseline = () => request(baseline.link, { type: 'plan', plan: planFrom(unwatchedPool.slice(-REPLAYED_TIMINGS), steps, replaySequence, delayMs) }, 'planned');
     const servers = { service, baseline };
+    const measureOn = async (kind: Kind, size: number) => {
+      if (kind === 'baseline') await planBaseline();
+      return measure(kind, servers[kind], size, client, clientProcesses, unwatchedPool);
+    };
     // Not counted: both servers warmed up alike, so that what is measured is their steady state (see WARMUP_SIZES).
-    for (const size of warmupSizes) for (const kind of ['service', 'baseline'] as const) await measure(kind, servers[kind], size, client, clientProcesses);
+    for (const size of warmupSizes) for (const kind of ['service', 'baseline'] as const) await measureOn(kind, size);
 
     const perTurn: Measurement[][] = [];
     const unwatchedDelays: number[][] = [];
     for (let turn = 0; turn < turns; turn += 1) {
-      const references = { service: await unwatched(service.link, 9), baseline: await unwatched(baseline.link, 9) };
+      const references = { service: await unwatched(service.link, 9), baseline: await planBaseline().then(() => unwatched(baseline.link, 9)) };
+      unwatchedPool.push(...references.service.records);
       unwatchedDelays.push([references.service.storedDelayP50, references.service.storedDelayP99]);
       const results: Measurement[] = [];
       for (const [index, size] of sizes.entries()) {
         const order: Kind[] = (turn + index) % 2 === 0 ? ['service', 'baseline'] : ['baseline', 'service'];
         for (const kind of order) {
-          const result = await measure(kind, servers[kind], size, client, clientProcesses);
-          console.log(`turn ${turn + 1} ${kind} ${size}: p50 ${result.latencyP50} p99 ${result.latencyP99} (published → received ${result.handOverP50} / ${result.handOverP99}) spread p99 ${result.spreadP99} cpu ${result.cpuUsPerDelivery} µs (gc ${result.gcUsPerDelivery}) stored p50 ${result.storedDelayP50} p99 ${result.storedDelayP99} (${result.deliveriesReceived}/${result.deliveriesExpected})`);
+          const result = await measureOn(kind, size);
+          console.log(`turn ${turn + 1} ${kind} ${size}: p50 ${result.latencyP50} p99 ${result.latencyP99} (published → received ${result.handOverP50} / ${result.handOverP99}) spread p99 ${result.spreadP99} cpu ${result.cpuUsPerDelivery} µs (gc ${result.gcUsPerDelivery}) stored p50 ${result.storedDelayP50} p99 ${result.storedDelayP99} published p50 / p99 ${result.publishedDelayP50} / ${result.publishedDelayP99} (unwatched ${result.unwatchedPublishedDelayP50} / ${result.unwatchedPublishedDelayP99}) (${result.deliveriesReceived}/${result.deliveriesExpected})`);
           results.push(result);
         }
       }
