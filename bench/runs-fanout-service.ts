@@ -34,7 +34,7 @@ function answerOf(round: number): ScriptedAnswer {
 async function main(): Promise<void> {
   const database = await createScratchDatabase('sqlite');
   const scripts: ScriptedReply[][] = [];
-  const server = await startRunsServer(database, { runs: { adapterFactory: () => createScriptedAdapter(scripts.shift() ?? []) } });
+  const server = await startRunsServer(database, { runs: { adapterFactory: () => createScriptedAdapter(scripts.shift() ?? [], { recordRequests: false }) } });
   const { services } = server;
   const configuration = await seedRunConfiguration(services);
   const bus = traceBusOf(services.runs);

@@ -72,6 +72,12 @@ export interface ScriptedAdapter extends ChatAdapter {
 
 export interface ScriptedAdapterOptions {
   adapterType?: AdapterType;
+  /**
+   * Keep a deep copy of every request in `requests` (default true, for tests to inspect). Benchmarks
+   * turn it off: a provider keeps nothing of a request, and the copies, the whole transcript each,
+   * lived as long as the run and made every young-generation collection copy them.
+   */
+  recordRequests?: boolean;
 }
 
 /** Builds the id-bearing tool call the model would send. */
@@ -152,12 +158,16 @@ export function createScriptedAdapter(
 ): ScriptedAdapter {
   const queue = [...script];
   const requests: RecordedRequest[] = [];
+  const record = options.recordRequests ?? true;
+  let calls = 0;
 
   async function answer(request: ChatRequest): Promise<{ result: ChatResult; chunks: string[] }> {
-    requests.push(
-      structuredClone({ messages: request.messages, tools: request.tools, options: request.options }) as RecordedRequest,
-    );
-    const callNumber = requests.length;
+    if (record) {
+      requests.push(
+        structuredClone({ messages: request.messages, tools: request.tools, options: request.options }) as RecordedRequest,
+      );
+    }
+    const callNumber = (calls += 1);
     const reply = queue.shift();
     if (reply === undefined) {
       throw new Error(`createScriptedAdapter: no scripted reply for call ${callNumber}`);
