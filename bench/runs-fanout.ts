@@ -226,11 +226,21 @@ function runsAt(size: number): number {
   return size <= 1 ? 60 : size <= 10 ? 16 : size <= 100 ? 8 : 3;
 }
 
-/** Per live step: published − the answer it follows due (ms, server clock). */
-function publishedDelays(records: readonly RunRecord[]): number[] {
-  const delays: number[] = [];
-  for (const record of records) for (const [, publishedAt, answer] of record.published) if (answer >= 0) delays.push(publishedAt - record.calls[answer]!.dueAt);
-  return delays.sort((a, b) => a - b);
+/** Per live step: [published − the answer it follows due (ms, server clock), its sequence, its run's index in `records`]. */
+function publishedDelays(records: readonly RunRecord[]): [number, number, number][] {
+  const delays: [number, number, number][] = [];
+  records.forEach((record, run) => {
+    for (const [sequence, publishedAt, answer] of record.published) if (answer >= 0) delays.push([publishedAt - record.calls[answer]!.dueAt, sequence, run]);
+  });
+  return delays;
+}
+
+/** p50 and p99 of publishedDelays. */
+function publishedDelayPercentiles(records: readonly RunRecord[]): [number, number] {
+  const delays = publishedDelays(records)
+    .map(([delay]) => delay)
+    .sort((a, b) => a - b);
+  return [round(percentile(delays, 50), 2), round(percentile(delays, 99), 2)];
 }
 
 /** Per answer: first step after it published − answer due (ms, server clock). */
@@ -434,11 +444,7 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
     });
     if (process.env.FANOUT_TAIL) {
       tailDiag.sort((a, b) => b[0] - a[0]);
-      const late: [number, number, number][] = [];
-      records.forEach((record, r) => {
-        for (const [sequence, publishedAt, answer] of record.published) if (answer >= 0) late.push([publishedAt - record.calls[answer]!.dueAt, sequence, r]);
-      });
-      late.sort((a, b) => b[0] - a[0]);
+      const late = publishedDelays(records).sort((a, b) => b[0] - a[0]);
       console.log(`LATE ${kind} ${size}: ` + late.slice(0, Math.ceil(late.length / 100)).map(([ms, seq, run]) => `${round(ms, 2)}@${seq}r${run}`).join(' '));
       console.log(`TAIL ${kind} ${size}: ` + tailDiag.slice(0, Math.ceil(tailDiag.length / 100)).map(([h, seq, lat, run]) => `${round(h, 2)}@${seq}r${run}(${round(lat, 1)})`).join(' '));
     }
@@ -446,6 +452,8 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
     handOvers.sort((a, b) => a - b);
     spreads.sort((a, b) => a - b);
     const delays = storedDelays(records).sort((a, b) => a - b);
+    const [publishedDelayP50, publishedDelayP99] = publishedDelayPercentiles(records);
+    const [unwatchedPublishedDelayP50, unwatchedPublishedDelayP99] = publishedDelayPercentiles(unwatchedRecords);
     return {
       kind,
       size,
@@ -465,10 +473,10 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
       memoryKbPerSubscriber,
       storedDelayP50: round(percentile(delays, 50), 2),
       storedDelayP99: round(percentile(delays, 99), 2),
-      publishedDelayP50: round(percentile(publishedDelays(records), 50), 2),
-      publishedDelayP99: round(percentile(publishedDelays(records), 99), 2),
-      unwatchedPublishedDelayP50: round(percentile(publishedDelays(unwatchedRecords), 50), 2),
-      unwatchedPublishedDelayP99: round(percentile(publishedDelays(unwatchedRecords), 99), 2),
+      publishedDelayP50,
+      publishedDelayP99,
+      unwatchedPublishedDelayP50,
+      unwatchedPublishedDelayP99,
     };
   } finally {
     await clients.exit();
@@ -528,7 +536,7 @@ export async function runRunsFanout(): Promise<{ rows: FanoutRow[]; perTurn: Mea
   const service = await startServer('runs-fanout-service.js', env);
   const baseline = await startServer('runs-fanout-baseline.js', env);
   try {
-    // The baseline serves the service's own steps with the timings of its unwatched runs (see planFor).
+    // The baseline serves the service's own steps with the timings of its unwatched runs (see planBaseline).
     // Ten runs warm the service's code up; the next 20, as a warm service runs them, are the first timings.
     await unwatched(service.link, 10);
     const warm = await unwatched(service.link, 20);
