@@ -228,6 +228,17 @@ export class RunStore {
     return { ...payload, sequence, kind, round, durationMs: event.durationMs };
   }
 
+  /** The statement of insertAsOwner, written once (it depends only on the dialect's quoting). */
+  private insertAsOwnerSql: string | undefined;
+
+  private buildInsertAsOwnerSql(): string {
+    const q = (name: string) => this.dataSource.driver.escape(name);
+    return (
+      `INSERT INTO ${q('tx_nrllm_agentrun_event')} (${[q('run'), q('sequence'), q('kind'), q('round'), q('duration_ms'), q('payload'), q('crdate')].join(', ')}) ` +
+      `SELECT ?, ?, ?, ?, ?, ?, ? FROM ${q('promptwire_run_lease')} WHERE ${q('run_uid')} = ? AND ${q('instance_id')} = ?`
+    );
+  }
+
   /**
    * Inserts a step only while `owner` holds the run's lease, in one
    * statement (INSERT … SELECT from the lease row): the fence that keeps an
@@ -238,10 +249,7 @@ export class RunStore {
    * lease is someone else's, or gone.
    */
   private async insertAsOwner(manager: EntityManager | null, event: { run: number; sequence: number; kind: string; round: number; durationMs: number; payload: string; crdate: number }, owner: string): Promise<void> {
-    const q = (name: string) => this.dataSource.driver.escape(name);
-    const sql =
-      `INSERT INTO ${q('tx_nrllm_agentrun_event')} (${[q('run'), q('sequence'), q('kind'), q('round'), q('duration_ms'), q('payload'), q('crdate')].join(', ')}) ` +
-      `SELECT ?, ?, ?, ?, ?, ?, ? FROM ${q('promptwire_run_lease')} WHERE ${q('run_uid')} = ? AND ${q('instance_id')} = ?`;
+    const sql = (this.insertAsOwnerSql ??= this.buildInsertAsOwnerSql());
     const parameters = [event.run, event.sequence, event.kind, event.round, event.durationMs, event.payload, event.crdate, event.run, owner];
     const runner: QueryRunner = manager?.queryRunner ?? this.dataSource.createQueryRunner();
     let result: QueryResult;

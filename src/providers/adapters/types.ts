@@ -20,6 +20,12 @@ export interface ToolCall {
   providerReplay?: string;
 }
 
+/**
+ * A message in the service's own (OpenAI) shape. Messages are values: once
+ * made, nothing changes one in place (an adapter maps them to its wire
+ * objects; the loop appends new ones). A run's transcript, the steps it
+ * stores and the requests it sends share them.
+ */
 export type ChatMessage =
   | { role: 'system'; content: string }
   | { role: 'user'; content: string }

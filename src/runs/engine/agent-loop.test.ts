@@ -298,6 +298,10 @@ describe('tool rounds', () => {
       { role: 'tool', tool_call_id: 'c2', content: '5' },
     ]);
     expect((ofKind(steps, 'request')[1] as RequestStep).messagesSent).toEqual(adapter.requests[1]?.messages);
+    // Each step keeps the list as it was sent, though the transcript grew after it (the messages are shared values).
+    const [firstSent, secondSent] = ofKind(steps, 'request').map((step) => (step as RequestStep).messagesSent);
+    expect(firstSent).toHaveLength(secondSent!.length - 3);
+    expect(secondSent!.slice(0, firstSent!.length)).toEqual(firstSent);
     expect(outcome).toMatchObject({ status: 'COMPLETED', terminationReason: 'completed', iterations: 2, finalContent: 'It is 5.' });
     expect(outcome).toMatchObject({ promptTokens: 30, completionTokens: 8, totalTokens: 38 });
   });

@@ -326,8 +326,13 @@ function elapsedMs(start: number): number {
   return Math.round((performance.now() - start) * 100) / 100;
 }
 
+/**
+ * A list of its own for a step or a request: the transcript grows after it,
+ * the list must not. The messages themselves are shared, as values: nothing
+ * changes a message once it is made (see `ChatMessage`).
+ */
 function snapshot(messages: readonly ChatMessage[]): ChatMessage[] {
-  return structuredClone(messages as ChatMessage[]);
+  return messages.slice();
 }
 
 /**

@@ -11,6 +11,7 @@ import {
   partitionTranscript,
   toolCallArgumentBytes,
   toolMessagesArePaired,
+  toolSchemaBytes,
   toolSchemaJson,
   type ContextBudget,
   type ContextCalibration,
@@ -98,6 +99,33 @@ describe('estimateTokens', () => {
     expect(toolSchemaJson([tool])).toBe(
       '[{"type":"function","function":{"name":"fetch","description":"Reads a/b — “quoted”\\u2028","parameters":{"type":"object","properties":[],"maximum":1.5}}}]',
     );
+  });
+
+  it('measures the tool list entry by entry to the byte of toolSchemaJson, whatever the tools hold', () => {
+    const lists: ToolDefinition[][] = [
+      [],
+      [echoTool],
+      [echoTool, { name: 'fetch', description: 'Reads a/b — “quoted”\u2028', parameters: { type: 'object', properties: {}, maximum: 1.5 } }],
+      [echoTool, { name: 'b', description: '', parameters: { type: 'object', enum: ['x,y', '[', ']'] } }, { name: 'c', description: 'ü', parameters: {} }],
+    ];
+    for (const tools of lists) {
+      expect(toolSchemaBytes(tools)).toBe(Buffer.byteLength(toolSchemaJson(tools)));
+      // The second time from the memo: the same figure.
+      expect(toolSchemaBytes(tools)).toBe(Buffer.byteLength(toolSchemaJson(tools)));
+    }
+    // An unpaired surrogate fails the whole list, as PHP's json_encode does: nothing is counted.
+    const broken: ToolDefinition = { name: 'x', description: '\ud800', parameters: {} };
+    expect(toolSchemaJson([echoTool, broken])).toBe('');
+    expect(toolSchemaBytes([echoTool, broken])).toBe(0);
+    expect(toolSchemaBytes([echoTool])).toBe(Buffer.byteLength(toolSchemaJson([echoTool])));
+  });
+
+  it('gives the same estimate for a transcript measured again (remembered argument bytes)', () => {
+    const transcript = [user('Go'), callWithArguments('{ "a" : 1, "u": "a/é" }'), toolResult('c1', 'ok'), callWithArguments('not json')];
+    const first = estimateTokens(transcript, [echoTool]);
+    expect(estimateTokens(transcript, [echoTool])).toBe(first);
+    // A call with other arguments is measured on its own.
+    expect(estimateTokens([user('Go'), callWithArguments('{"a":12345678901234567890}'), toolResult('c1', 'ok'), callWithArguments('not json')], [echoTool])).not.toBe(first);
   });
 
   it('charges 8 per message plus prose bytes ÷ 3.5, rounded up', () => {

@@ -18,6 +18,7 @@
 
 import type { ChatMessage, ToolDefinition } from '../../providers/adapters/types';
 import { phpJsonDecode, phpJsonEncode, phpValueOf } from '../../shared/php-json';
+import { rememberedArgumentBytes, rememberedSchemaBytes } from './estimate-memo';
 import type { ContextBudgetReport } from './run-step';
 
 /** Tokens charged per message for the role and wrapper tokens a provider adds. */
@@ -117,12 +118,35 @@ export function toolCallArgumentBytes(text: string): number {
  * unescaped slashes and unicode writes the list: `[]` when no tool is offered.
  */
 export function toolSchemaJson(tools: readonly ToolDefinition[]): string {
-  const wire = tools.map((tool) => ({
-    type: 'function',
-    function: { name: tool.name, description: tool.description, parameters: tool.parameters },
-  }));
   // PHP's json_encode fails only on what no tool schema holds (an unpaired surrogate); it then counts nothing.
-  return phpJsonEncode(phpValueOf(wire), { unescapedSlashes: true, unescapedUnicode: true }) ?? '';
+  return phpJsonEncode(phpValueOf(tools.map(wireTool)), SCHEMA_JSON_FLAGS) ?? '';
+}
+
+const SCHEMA_JSON_FLAGS = { unescapedSlashes: true, unescapedUnicode: true } as const;
+
+function wireTool(tool: ToolDefinition): { type: 'function'; function: ToolDefinition } {
+  return { type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } };
+}
+
+/** One tool's entry of `toolSchemaJson`, in UTF-8 bytes; null when it cannot be encoded. */
+function wireToolBytes(tool: ToolDefinition): number | null {
+  const encoded = phpJsonEncode(phpValueOf(wireTool(tool)), SCHEMA_JSON_FLAGS);
+  return encoded === null ? null : utf8Bytes(encoded);
+}
+
+/**
+ * `utf8Bytes(toolSchemaJson(tools))`, from each tool's entry (a list is its
+ * entries between brackets, separated by commas; one entry that cannot be
+ * encoded fails the list), each entry measured once per tool definition.
+ */
+export function toolSchemaBytes(tools: readonly ToolDefinition[]): number {
+  let bytes = 2 + Math.max(0, tools.length - 1);
+  for (const tool of tools) {
+    const entry = rememberedSchemaBytes(tool, wireToolBytes);
+    if (entry === null) return 0;
+    bytes += entry;
+  }
+  return bytes;
 }
 
 /**
@@ -157,7 +181,7 @@ export function estimateTokens(messages: readonly ChatMessage[], tools: readonly
         for (const call of message.tool_calls ?? []) {
           overhead += TOOL_CALL_OVERHEAD_TOKENS;
           proseBytes += utf8Bytes(call.function.name);
-          denseBytes += toolCallArgumentBytes(call.function.arguments);
+          denseBytes += rememberedArgumentBytes(call.function.arguments, toolCallArgumentBytes);
           denseBytes += utf8Bytes(call.id);
         }
         break;
@@ -171,7 +195,7 @@ export function estimateTokens(messages: readonly ChatMessage[], tools: readonly
       }
     }
   }
-  denseBytes += utf8Bytes(toolSchemaJson(tools));
+  denseBytes += toolSchemaBytes(tools);
   return overhead + Math.ceil(proseBytes / PROSE_BYTES_PER_TOKEN) + Math.ceil(denseBytes / DENSE_BYTES_PER_TOKEN);
 }
 

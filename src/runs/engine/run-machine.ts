@@ -216,7 +216,7 @@ export function applyStep(progress: RunProgress, step: RunStep, rules: Pick<RunR
   progress.stepCount += 1;
   switch (step.kind) {
     case 'assembled':
-      progress.transcript ??= structuredClone(step.messagesSent);
+      progress.transcript ??= step.messagesSent.slice();
       break;
     case 'context':
       progress.inFlight = { round: step.round, context: step.contextBudget, calibrationBefore: progress.calibration, request: null };
@@ -227,7 +227,7 @@ export function applyStep(progress: RunProgress, step: RunStep, rules: Pick<RunR
       break;
     case 'request':
       // The first request holds the assembly as it was (nothing can be dropped before the first answer).
-      progress.transcript ??= structuredClone(step.messagesSent);
+      progress.transcript ??= step.messagesSent.slice();
       progress.round = step.round;
       progress.lastToolsOffered = step.toolsOffered;
       if (progress.inFlight?.round === step.round && progress.inFlight.request === null) {
