@@ -49,7 +49,7 @@
  *
  * Run: `npm run build && NODE_ENV=production node dist/bench/runs-fanout.js`
  * (SIZES=1,10,100,1000 TURNS=3 ROUNDS=10 DELAY_MS=5 FANOUT_CLIENT=lean|library WARMUP_SIZES=100,1,1
- * CLIENT_PROCESSES=1; diagnostics: FANOUT_SERVER_NODE_ARGS, FANOUT_SERVICE_NODE_ARGS, FANOUT_BASELINE_NODE_ARGS,
+ * CLIENT_PROCESSES=<CPUs>; diagnostics: FANOUT_SERVER_NODE_ARGS, FANOUT_SERVICE_NODE_ARGS, FANOUT_BASELINE_NODE_ARGS,
  * FANOUT_CPU_MARKS, FANOUT_TAIL=1 to print each measurement's worst 1 % of published → received as
  * `ms@sequence r run (answer → receipt ms)` and of answer due → published as `ms@sequence r run` (LATE);
  * FANOUT_PIN=1 to run the servers on one CPU and everything else on the others, see `pinned`).
@@ -341,10 +341,13 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
   /** One unwatched run beside each measured one, for its CPU. */
   const pairs = await request(link, { type: 'prepare', count }, 'prepared');
   const before = (await request(link, { type: 'memory' }, 'memory')).bytes;
-  // The subscribers in CLIENT_PROCESSES processes (default 1; never more than there are subscribers), each
-  // with its own share of the sockets. One process reads every socket in turn, so at 1,000 watchers the last
-  // sockets of a step wait for the client as much as for the server. Eight processes on this 2-core machine
-  // made both servers' spreads larger and noisier (2026-12-01), so one stays the default.
+  // The subscribers in CLIENT_PROCESSES processes (default one per CPU; never more than there are
+  // subscribers), each with its own share of the sockets. One process reads every socket in turn, so a
+  // step's spread was that process's reading of all its sockets, whichever server wrote them: at 1,000
+  // watchers some 30 ms for both, a server that writes a step to every socket in 10 ms no better off than
+  // one that takes 40. Subscribers are separate clients; one process per CPU lets the reading go on in
+  // parallel as theirs does, without more processes than the machine can run (eight on this 2-core machine
+  // made both servers' spreads larger and noisier, 2026-12-01).
   const processes = Math.max(1, Math.min(size, clientProcesses));
   const clients = new ClientProcesses(
     Array.from({ length: processes }, (_, index) => {
@@ -528,7 +531,7 @@ export async function runRunsFanout(): Promise<{ rows: FanoutRow[]; perTurn: Mea
   const delayMs = Number(process.env.DELAY_MS ?? 5);
   const client = process.env.FANOUT_CLIENT === 'library' ? 'library' : 'lean';
   const warmupSizes = (process.env.WARMUP_SIZES ?? '100,1,1').split(',').map(Number);
-  const clientProcesses = Number(process.env.CLIENT_PROCESSES ?? 1);
+  const clientProcesses = Number(process.env.CLIENT_PROCESSES ?? os.availableParallelism());
   if (!Number.isInteger(clientProcesses) || clientProcesses < 1) throw new Error('CLIENT_PROCESSES must be a positive integer');
   if (sizes.some((size) => !Number.isInteger(size) || size < 1 || size > 5000)) throw new Error('SIZES must be integers 1..5000');
   const env = { ROUNDS: String(rounds), DELAY_MS: String(delayMs) };
@@ -612,6 +615,7 @@ export async function runRunsFanout(): Promise<{ rows: FanoutRow[]; perTurn: Mea
       measuredAt: new Date().toISOString(),
       node: process.version,
       client,
+      clientProcesses,
       rounds,
       delayMs,
       definition:
