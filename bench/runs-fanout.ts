@@ -52,7 +52,8 @@
  * CLIENT_PROCESSES=<CPUs>; diagnostics: FANOUT_SERVER_NODE_ARGS, FANOUT_SERVICE_NODE_ARGS, FANOUT_BASELINE_NODE_ARGS,
  * FANOUT_CPU_MARKS, FANOUT_TAIL=1 to print each measurement's worst 1 % of published → received as
  * `ms@sequence r run (answer → receipt ms)` and of answer due → published as `ms@sequence r run` (LATE);
- * FANOUT_PIN=1 to run the servers on one CPU and everything else on the others, see `pinned`).
+ * FANOUT_PIN=1 to run the servers on one CPU and everything else on the others, see `pinned`;
+ * FANOUT_CLIENT_NICE=<n> to run the client processes at that niceness, see `clientNice`).
  */
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
@@ -154,6 +155,13 @@ type ServerLink = Link<Reply>;
 const pinned = process.env.FANOUT_PIN === '1' && os.availableParallelism() >= 2;
 const serverCpus = String(os.availableParallelism() - 1);
 const clientCpus = `0-${os.availableParallelism() - 2}`;
+
+/**
+ * FANOUT_CLIENT_NICE=<n>: the client processes run at that niceness (os.setPriority), so that on a machine
+ * where they share the CPUs with the servers a server writing to its subscribers is not preempted by their
+ * reading (on separate machines it never is); the clients still read on any CPU the servers leave idle.
+ */
+const clientNice = Number(process.env.FANOUT_CLIENT_NICE ?? 0);
 
 function pin(pid: number | undefined, cpus: string): void {
   if (!pinned || pid === undefined) return;
@@ -366,6 +374,7 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       });
       pin(child.pid, clientCpus);
+      if (clientNice !== 0 && child.pid !== undefined) os.setPriority(child.pid, clientNice);
       return new Link<ClientMessage>(`client process ${index + 1}`, child);
     }),
   );
