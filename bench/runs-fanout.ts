@@ -51,7 +51,9 @@
  * (SIZES=1,10,100,1000 TURNS=3 ROUNDS=10 DELAY_MS=5 FANOUT_CLIENT=lean|library WARMUP_SIZES=100,1,1
  * CLIENT_PROCESSES=<CPUs>; diagnostics: FANOUT_SERVER_NODE_ARGS, FANOUT_SERVICE_NODE_ARGS, FANOUT_BASELINE_NODE_ARGS,
  * FANOUT_CPU_MARKS, FANOUT_TAIL=1 to print each measurement's worst 1 % of published → received as
- * `ms@sequence r run (answer → receipt ms)` and of answer due → published as `ms@sequence r run` (LATE);
+ * `ms@sequence r run (answer → receipt ms)`, of answer due → published as `ms@sequence r run` (LATE) and of the
+ * spread as `ms@sequence r run w<first>→w<last> (+published → first receipt ms)` (SPREAD; watchers numbered in
+ * the order the client processes hold them);
  * FANOUT_PIN=1 to run the servers on one CPU and everything else on the others, see `pinned`;
  * FANOUT_CLIENT_NICE=<n> to run the client processes at that niceness, see `clientNice`).
  */
@@ -426,6 +428,8 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
     const handOvers: number[] = [];
     const spreads: number[] = [];
     const tailDiag: [number, number, number, number][] = [];
+    /** FANOUT_TAIL: [spread, sequence, run, first watcher, last watcher, published → first receipt]. */
+    const spreadDiag: [number, number, number, number, number, number][] = [];
     let deliveries = 0;
     let expected = 0;
     records.forEach((record, r) => {
@@ -438,7 +442,9 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
       }
       expected += dueOf.size * subscribed;
       const firstLast = new Map<number, [number, number]>();
-      for (const watcher of received[r]!) {
+      /** FANOUT_TAIL: which watcher (index in the order the clients reported) was first and last per sequence. */
+      const whoFirstLast = new Map<number, [number, number]>();
+      for (const [w, watcher] of received[r]!.entries()) {
         for (let i = 0; i < watcher.length; i += 2) {
           const due = dueOf.get(watcher[i]!);
           if (due === undefined) continue;
@@ -448,16 +454,32 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
           if (process.env.FANOUT_TAIL) tailDiag.push([at - publishedOf.get(watcher[i]!)!, watcher[i]!, at - due, r]);
           deliveries += 1;
           const span = firstLast.get(watcher[i]!);
-          if (span) firstLast.set(watcher[i]!, [Math.min(span[0], at), Math.max(span[1], at)]);
-          else firstLast.set(watcher[i]!, [at, at]);
+          if (span) {
+            if (process.env.FANOUT_TAIL) {
+              const who = whoFirstLast.get(watcher[i]!)!;
+              whoFirstLast.set(watcher[i]!, [at < span[0] ? w : who[0], at > span[1] ? w : who[1]]);
+            }
+            firstLast.set(watcher[i]!, [Math.min(span[0], at), Math.max(span[1], at)]);
+          } else {
+            firstLast.set(watcher[i]!, [at, at]);
+            whoFirstLast.set(watcher[i]!, [w, w]);
+          }
         }
       }
-      for (const [first, last] of firstLast.values()) spreads.push(last - first);
+      for (const [sequence, [first, last]] of firstLast) {
+        spreads.push(last - first);
+        if (process.env.FANOUT_TAIL) {
+          const [firstWatcher, lastWatcher] = whoFirstLast.get(sequence)!;
+          spreadDiag.push([last - first, sequence, r, firstWatcher, lastWatcher, first - publishedOf.get(sequence)!]);
+        }
+      }
     });
     if (process.env.FANOUT_TAIL) {
       tailDiag.sort((a, b) => b[0] - a[0]);
       const late = publishedDelays(records).sort((a, b) => b[0] - a[0]);
       console.log(`LATE ${kind} ${size}: ` + late.slice(0, Math.ceil(late.length / 100)).map(([ms, seq, run]) => `${round(ms, 2)}@${seq}r${run}`).join(' '));
+      spreadDiag.sort((a, b) => b[0] - a[0]);
+      if (size > 1) console.log(`SPREAD ${kind} ${size}: ` + spreadDiag.slice(0, Math.ceil(spreadDiag.length / 100)).map(([ms, seq, run, first, last, lead]) => `${round(ms, 2)}@${seq}r${run} w${first}→w${last} (+${round(lead, 2)})`).join(' '));
       console.log(`TAIL ${kind} ${size}: ` + tailDiag.slice(0, Math.ceil(tailDiag.length / 100)).map(([h, seq, lat, run]) => `${round(h, 2)}@${seq}r${run}(${round(lat, 1)})`).join(' '));
     }
     latencies.sort((a, b) => a - b);
