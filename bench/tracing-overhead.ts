@@ -14,7 +14,11 @@
  *     loaded and asked for every span, none is recorded or sent;
  *   - exporting: OTEL_EXPORTER_OTLP_ENDPOINT pointing at a local OTLP/HTTP
  *     receiver in its own process (protobuf, every span sampled), so every span
- *     is built, batched, encoded and sent;
+ *     is built, batched, encoded and sent. The list's queries come without a
+ *     traceparent, so by default (TRACE_QUERIES=parent) they get no span; a
+ *     run's spans are all built and sent;
+ *   - exporting every query: the same with TRACE_QUERIES=all, so every list
+ *     request gets its span too;
  *   - exporting with content: the same with
  *     OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true (every chat span
  *     carries the messages sent, as JSON).
@@ -36,7 +40,11 @@
  *     published on the trace bus, ROUNDS rounds against a zero-latency scripted
  *     provider (4 × CONTEXT REQUEST LLM TOOL, CONTEXT REQUEST LLM, END = 20
  *     steps, 10 spans with an exporting server), timed inside the server's
- *     process. BENCH_RUNS rounds.
+ *     process from the start to END's publishing (when its watchers get it).
+ *     BENCH_RUNS rounds. Beside it, each server's CPU per run over an epoch's
+ *     runs (the mean, with the export of their spans: a batch leaves on a
+ *     timer and lands on a few runs, which a median would not see), as a
+ *     ratio to the baseline's per epoch.
  *   - list: per round, one burst of `snippets(limit: 50)` over HTTP
  *     (autocannon, 20 connections, BENCH_BURST_SECONDS) on each server, then
  *     SETTLE_MS of quiet (longer than the exporters' 200 ms schedule delay, so
@@ -59,7 +67,8 @@
  * shows how wide "no difference" is on the day.
  *
  * Run: `npm run build && NODE_ENV=production node dist/bench/tracing-overhead.js`
- * (BENCH_RUNS, BENCH_BURSTS, BENCH_BURST_SECONDS, BENCH_EPOCHS override 200, 30, 1, 4).
+ * (BENCH_RUNS, BENCH_BURSTS, BENCH_BURST_SECONDS, BENCH_EPOCHS override 200, 30, 1, 4;
+ * BENCH_VARIANTS=<comma-separated names> measures only those beside the baseline).
  * BENCH_COMPARE_BUILD=<another build's dist directory> adds a sixth server,
  * "exporting, other build": the exporting variant run from that build, to
  * compare two versions of the code in one run (e.g. `git worktree` or
@@ -77,7 +86,7 @@ const WARMUP_BURSTS = Number(process.env.BENCH_WARMUP_BURSTS ?? 2);
 const SETTLE_MS = 400;
 const CONNECTIONS = 20;
 
-type VariantName = 'baseline' | 'no endpoint' | 'sampled out' | 'exporting' | 'exporting with content' | 'exporting, other build';
+type VariantName = 'baseline' | 'no endpoint' | 'sampled out' | 'exporting' | 'exporting every query' | 'exporting with content' | 'exporting, other build';
 
 /** A collector in its own process that accepts every export and keeps only counts (bench/otlp-receiver). */
 async function startReceiver(): Promise<{ url: string; counts: () => Promise<{ requests: number; bytes: number }>; close: () => Promise<void> }> {
@@ -178,6 +187,8 @@ export function medianInterval(values: readonly number[]): [number, number] {
   return [sorted[r - 1]!, sorted[n - r]!];
 }
 
+const mean = (values: readonly number[]) => values.reduce((sum, value) => sum + value, 0) / Math.max(1, values.length);
+
 const ratiosOf = (values: readonly number[], baseline: readonly number[]) => values.map((value, index) => value / (baseline[index] ?? Number.NaN));
 
 /** `total` split into `parts` nearly equal whole shares. */
@@ -219,12 +230,17 @@ export async function runTracingOverhead(): Promise<void> {
     'no endpoint': { OTEL_SERVICE_NAME: 'promptwire-bench', OTEL_TRACES_SAMPLER: 'always_on', OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true' },
     'sampled out': { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'always_off' },
     exporting,
+    'exporting every query': { ...exporting, TRACE_QUERIES: 'all' },
     'exporting with content': { ...exporting, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true' },
     ...(otherBuild ? { 'exporting, other build': exporting } : {}),
   };
-  const variants = Object.keys(environments) as VariantName[];
+  // BENCH_VARIANTS=<names, comma-separated>: only those beside the baseline (e.g. "exporting,exporting every query").
+  const only = process.env.BENCH_VARIANTS ? new Set(['baseline', ...process.env.BENCH_VARIANTS.split(',').map((name) => name.trim())]) : null;
+  const variants = (Object.keys(environments) as VariantName[]).filter((variant) => !only || only.has(variant));
   const runMs = new Map<VariantName, number[]>(variants.map((variant) => [variant, []]));
   const listRates = new Map<VariantName, number[]>(variants.map((variant) => [variant, []]));
+  /** Per epoch, each server's CPU per run over its runs (µs, the mean: exports that land on a few runs count). */
+  const runCpu = new Map<VariantName, number[]>(variants.map((variant) => [variant, []]));
   const listCpu = new Map<VariantName, number[]>(variants.map((variant) => [variant, []]));
   let listErrors = 0;
   let exported = { requests: 0, bytes: 0 };
@@ -259,7 +275,16 @@ export async function runTracingOverhead(): Promise<void> {
         const oneRun = async (server: ServerProcess) => (await server.ask<{ ms: number }>({ type: 'run' }, 'run')).ms;
         for (let i = 0; i < WARMUP_RUNS; i += 1) for (const server of shuffled(servers, random)) await oneRun(server);
         // Each variant's list holds one value per round, so index i pairs it with the baseline's of the same round.
+        const cpuOf = async (server: ServerProcess) => (await server.ask<{ micros: number }>({ type: 'cpu' }, 'cpu')).micros;
+        const runCpuBefore = new Map<VariantName, number>();
+        for (const server of servers) runCpuBefore.set(server.variant, await cpuOf(server));
         for (let i = 0; i < epochRuns[epoch]!; i += 1) for (const server of shuffled(servers, random)) runMs.get(server.variant)!.push(await oneRun(server));
+        // Each server's CPU over its runs, its spans' export included (the quiet lets the last batch leave).
+        await sleep(SETTLE_MS);
+        for (const server of servers) {
+          const micros = (await cpuOf(server)) - runCpuBefore.get(server.variant)!;
+          runCpu.get(server.variant)!.push(micros / Math.max(1, epochRuns[epoch]!));
+        }
         for (let i = 0; i < WARMUP_BURSTS; i += 1) for (const server of servers) await burst(server);
         for (let b = 0; b < epochBursts[epoch]!; b += 1) {
           for (const server of shuffled(servers, random)) {
@@ -292,6 +317,9 @@ export async function runTracingOverhead(): Promise<void> {
       runRatioMean: round(run.mean / baselineRunStats.mean, 3),
       // Each round's run time ÷ the baseline's of the same round: median and its 95 % interval.
       runRatioPaired: pairedSummary(runMs.get(variant)!, baselineRuns),
+      runCpuMicrosPerRun: round(mean(runCpu.get(variant)!), 0),
+      // Per epoch (fresh processes each): CPU per run ÷ the baseline's of the same epoch.
+      runCpuRatioByEpoch: ratiosOf(runCpu.get(variant)!, runCpu.get('baseline')!).map((ratio) => round(ratio, 3)),
       listRequestsPerSecondMedian: round(median(listRates.get(variant)!), 0),
       listRatio: pairedSummary(listRates.get(variant)!, listRates.get('baseline')!),
       listCpuMicrosPerRequestMedian: round(median(listCpu.get(variant)!), 1),
@@ -342,6 +370,7 @@ export async function runTracingOverhead(): Promise<void> {
       `exporting, this build ÷ other build: run ${interval(againstOtherBuild.runRatio)}, list ${interval(againstOtherBuild.listRatio)}, list CPU ${interval(againstOtherBuild.listCpuRatio)}`,
     );
   }
+  console.log(`run CPU µs per run (mean) and its ratio per epoch: ${rows.map((row) => `${row.variant} ${row.runCpuMicrosPerRun} (${row.runCpuRatioByEpoch.map((ratio) => `${ratio}×`).join(' ')})`).join('; ')}`);
   console.log(`list CPU ratio per epoch (fresh processes each): ${rows.map((row) => `${row.variant} ${row.listCpuRatioByEpoch.map((ratio) => `${ratio}×`).join(' ')}`).join('; ')}`);
   console.log(`list errors: ${listErrors}; exported: ${exported.requests} OTLP requests, ${Math.round(exported.bytes / 1024)} KiB`);
 }

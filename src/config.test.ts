@@ -24,6 +24,7 @@ describe('loadConfig', () => {
       resourceAttributes: {},
       sampler: { root: 'always_on', parentBased: true, ratio: 1 },
       captureMessageContent: false,
+      traceQueries: 'parent',
       exportTimeoutMs: 10_000,
       scheduleDelayMs: 5_000,
       maxQueueSize: 2_048,
@@ -39,6 +40,7 @@ describe('loadConfig', () => {
         OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
         OTEL_TRACES_SAMPLER_ARG: '0.25',
         OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true',
+        TRACE_QUERIES: 'ALL',
       }).tracing,
     ).toMatchObject({
       endpoint: 'https://traces.example/otlp/v1/traces',
@@ -48,18 +50,21 @@ describe('loadConfig', () => {
       resourceAttributes: { 'deployment.environment': 'test' },
       sampler: { root: 'traceidratio', parentBased: true, ratio: 0.25 },
       captureMessageContent: true,
+      traceQueries: 'all',
     });
     const problems = problemsOf({
       OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318',
       OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
       OTEL_EXPORTER_OTLP_HEADERS: 'authorization',
       OTEL_TRACES_SAMPLER: 'jaeger_remote',
+      TRACE_QUERIES: 'some',
     });
     expect(problems).toEqual([
       expect.stringContaining('OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL'),
       expect.stringContaining('OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json'),
       expect.stringContaining('OTEL_EXPORTER_OTLP_HEADERS must be key=value pairs'),
       expect.stringContaining('OTEL_TRACES_SAMPLER must be one of'),
+      expect.stringContaining('TRACE_QUERIES must be one of parent, all, none, got "some"'),
     ]);
   });
 

@@ -30,6 +30,14 @@ export interface TracingConfig {
   sampler: { root: 'always_on' | 'always_off' | 'traceidratio'; parentBased: boolean; ratio: number };
   /** OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: messages, tool arguments and results on the spans. */
   captureMessageContent: boolean;
+  /**
+   * TRACE_QUERIES: which GraphQL queries get a request span. `parent` (the
+   * default): those whose client sends a W3C traceparent (it traces the
+   * request, so the server's span belongs in its trace); `all`: every query;
+   * `none`: none. Mutations, and documents that never resolve an operation,
+   * always get one.
+   */
+  traceQueries: TraceQueries;
   exportTimeoutMs: number;
   /** OTEL_BSP_SCHEDULE_DELAY and OTEL_BSP_MAX_QUEUE_SIZE: how often spans leave, and how many may wait (more are dropped). */
   scheduleDelayMs: number;
@@ -257,6 +265,9 @@ function rateLimitsFrom(integer: (name: string, fallback: number, min: number, m
   };
 }
 
+export const TRACE_QUERIES = ['parent', 'all', 'none'] as const;
+export type TraceQueries = (typeof TRACE_QUERIES)[number];
+
 const SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
 
 /** The OpenTelemetry SDK's environment variables (the subset this service supports). */
@@ -318,6 +329,8 @@ function tracingFrom(
     }
   }
   const root = samplerName.replace(/^parentbased_/, '');
+  const traceQueries = (value('TRACE_QUERIES') ?? 'parent').toLowerCase();
+  if (!(TRACE_QUERIES as readonly string[]).includes(traceQueries)) problems.push(`TRACE_QUERIES must be one of ${TRACE_QUERIES.join(', ')}, got "${traceQueries}"`);
 
   return {
     endpoint,
@@ -327,6 +340,7 @@ function tracingFrom(
     resourceAttributes,
     sampler: { root: root === 'always_off' || root === 'traceidratio' ? root : 'always_on', parentBased: samplerName.startsWith('parentbased_'), ratio },
     captureMessageContent: flag('OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT', false),
+    traceQueries: (TRACE_QUERIES as readonly string[]).includes(traceQueries) ? (traceQueries as TraceQueries) : 'parent',
     exportTimeoutMs: integer(value('OTEL_EXPORTER_OTLP_TRACES_TIMEOUT') ? 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT' : 'OTEL_EXPORTER_OTLP_TIMEOUT', 10_000, 1, 600_000),
     scheduleDelayMs: integer('OTEL_BSP_SCHEDULE_DELAY', 5_000, 1, 600_000),
     maxQueueSize: integer('OTEL_BSP_MAX_QUEUE_SIZE', 2_048, 1, 1_000_000),

@@ -3,7 +3,7 @@
  * of a resolved operation is the error type, else a 5xx status; only a 5xx or
  * an INTERNAL_SERVER_ERROR is the server's error.
  */
-import { requestSpanOutcome } from '../../src/operations/tracing';
+import { requestSpanOutcome, tracesOperation } from '../../src/operations/tracing';
 
 describe('requestSpanOutcome', () => {
   test.each([
@@ -19,5 +19,20 @@ describe('requestSpanOutcome', () => {
     [502, 'BAD_USER_INPUT', { errorType: 'BAD_USER_INPUT', error: true }],
   ] as const)('HTTP %i with GraphQL code %s', (status, code, expected) => {
     expect(requestSpanOutcome(status, code)).toEqual(expected);
+  });
+});
+
+/** Which resolved operations get a request span (TRACE_QUERIES); one pure function. */
+describe('tracesOperation', () => {
+  test.each([
+    ['mutation', 'parent', false, true],
+    ['mutation', 'none', false, true],
+    ['subscription', 'none', false, true],
+    ['query', 'parent', true, true],
+    ['query', 'parent', false, false],
+    ['query', 'all', false, true],
+    ['query', 'none', true, false],
+  ] as const)('a %s with TRACE_QUERIES=%s, client traces: %s → %s', (type, policy, clientTraces, expected) => {
+    expect(tracesOperation(type, policy, clientTraces)).toBe(expected);
   });
 });

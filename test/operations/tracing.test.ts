@@ -2,8 +2,9 @@
  * OpenTelemetry traces as an operator sees them: the real server in a child
  * process (OTel's context propagation needs a real Node process, not jest's
  * module sandbox) exporting to a real OTLP/HTTP receiver in this process,
- * over both protocols. Each GraphQL request is one SERVER span, named by its
- * operation's type once resolved; each run is one trace below the request
+ * over both protocols. Each traced GraphQL request (every mutation; a query
+ * when its client sends a traceparent, or every query with TRACE_QUERIES=all)
+ * is one SERVER span, named by its operation's type once resolved; each run is one trace below the request
  * that started it, with the GenAI conventions' spans and attributes; usage equals the
  * stored steps; message content appears only when asked for; a collector that
  * hangs never holds up a run.
@@ -235,6 +236,32 @@ describe.each(cases)('OpenTelemetry traces ($dialect, $protocol, message content
     expect(broken.span.status.code).not.toBe(STATUS_ERROR);
   });
 
+  /** A GraphQL request over HTTP without a traceparent, as most clients send it. */
+  async function plainRequest(query: string, headers: Record<string, string> = {}): Promise<void> {
+    const response = await fetch(server.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}`, ...headers },
+      body: JSON.stringify({ query }),
+    });
+    await response.arrayBuffer();
+  }
+
+  test('a query gets a span when its client traces it (TRACE_QUERIES=parent, the default); a mutation always does', async () => {
+    const marker = crypto.randomBytes(4).toString('hex');
+    await plainRequest(`query Untraced_${marker} { snippetTags }`);
+    // A traceparent that does not parse is no trace to join.
+    await plainRequest(`query Untraced_${marker} { snippetTags }`, { traceparent: '00-not-a-trace-01' });
+    await plainRequest(`mutation Unparented_${marker} { deleteSnippet(uid: 987654321) }`);
+    const mutation = await receiver.waitFor((all) => all.find((span) => span.attributes['graphql.operation.name'] === `Unparented_${marker}`));
+    // A root span of its own: no client trace to join.
+    expect(mutation).toMatchObject({ name: 'mutation', kind: SPAN_KIND.server, parentSpanId: '' });
+    expect(mutation.attributes).toMatchObject({ 'graphql.operation.type': 'mutation', 'error.type': 'NOT_FOUND', 'http.response.status_code': 200 });
+    // The query ended before the mutation was sent, so its span would have been queued first.
+    expect(receiver.spans.filter((span) => span.attributes['graphql.operation.name'] === `Untraced_${marker}`)).toEqual([]);
+    // The span starts when the request arrives: it covers the whole request.
+    expect(mutation.endNs).toBeGreaterThan(mutation.startNs);
+  });
+
   test('a failed provider call is recorded as an error on its chat span and on the run', async () => {
     const setup = await kit.setup();
     setup.provider.script({ status: 500, errorBody: '{"error":{"message":"upstream broke"}}' });
@@ -274,5 +301,36 @@ describe.each(cases)('OpenTelemetry traces ($dialect, $protocol, message content
     const { run: started, traceId } = await startTracedRun({ configuration: setup.configuration, prompt: 'after', tools: [] });
     expect((await kit.waitForRun(started.id)).status).toBe('COMPLETED');
     await receiver.waitFor((all) => all.some((span) => span.traceId === traceId && span.name.startsWith('invoke_agent ')));
+  });
+});
+
+describe('OpenTelemetry traces with TRACE_QUERIES=all', () => {
+  let receiver: OtlpReceiver;
+  let database: TestDatabase;
+  let server: ServerProcess;
+
+  beforeAll(async () => {
+    receiver = await OtlpReceiver.start();
+    database = await createTestDatabase('sqlite');
+    server = await startServerProcess(database, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '50', TRACE_QUERIES: 'all' });
+  });
+  afterAll(async () => {
+    await server?.stop();
+    await receiver?.close();
+    await database?.drop();
+  });
+
+  test('every query gets a span, with or without a client trace', async () => {
+    const marker = crypto.randomBytes(4).toString('hex');
+    const response = await fetch(server.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
+      body: JSON.stringify({ query: `query Everything_${marker} { snippets(limit: 1) { uid } }` }),
+    });
+    expect(response.status).toBe(200);
+    await response.arrayBuffer();
+    const span = await receiver.waitFor((all) => all.find((received) => received.attributes['graphql.operation.name'] === `Everything_${marker}`));
+    expect(span).toMatchObject({ name: 'query', kind: SPAN_KIND.server, parentSpanId: '' });
+    expect(span.attributes).toMatchObject({ 'graphql.operation.type': 'query', 'http.request.method': 'POST', 'http.route': '/graphql', 'http.response.status_code': 200 });
   });
 });
