@@ -127,7 +127,7 @@ describe('DeliveryTurns', () => {
       const [busy, other] = peers as [Peer, Peer];
       expect(turns.accepts(busy.socket, busy.tcp)).toBe(true);
       turns.push(busy.socket, busy.tcp, textFrame('live 1'), 'step 1');
-      // Not corked: on its way before the chain of work settles.
+      // The chain's first live frame is not corked: on its way before the chain of work settles.
       expect(busy.tcp.writableLength).toBe(0);
       const reply = turns.send(busy.socket, busy.tcp, textFrame('reply'));
       turns.push(other.socket, other.tcp, textFrame('other'), 'step 2');
@@ -137,6 +137,39 @@ describe('DeliveryTurns', () => {
       await settle();
       expect(busy.received).toEqual(['live 1', 'reply', 'live 2']);
       expect(other.received).toEqual(['other']);
+    } finally {
+      await close();
+    }
+  });
+
+  it('writes a socket\'s first live frame of a chain of work at once, and corks the ones the same chain adds after it', async () => {
+    const { peers, close } = await connect(2);
+    try {
+      const turns = new DeliveryTurns(1024);
+      const [watcher, other] = peers as [Peer, Peer];
+      turns.push(watcher.socket, watcher.tcp, textFrame('answer'), 'step 1');
+      // The provider's answer leaves at once, for every watcher.
+      expect(watcher.tcp.writableCorked).toBe(0);
+      expect(watcher.tcp.writableLength).toBe(0);
+      turns.push(other.socket, other.tcp, textFrame('answer'), 'step 1');
+      expect(other.tcp.writableCorked).toBe(0);
+      // What the same chain stores after it waits for the chain to settle, then leaves in one write.
+      turns.push(watcher.socket, watcher.tcp, textFrame('tool'), 'step 2');
+      expect(watcher.tcp.writableCorked).toBe(1);
+      await Promise.resolve();
+      turns.push(watcher.socket, watcher.tcp, textFrame('request'), 'step 3');
+      expect(watcher.tcp.writableCorked).toBe(1);
+      expect(watcher.tcp.writableLength).toBeGreaterThan(0);
+      await settle();
+      expect(watcher.tcp.writableCorked).toBe(0);
+      expect(watcher.received).toEqual(['answer', 'tool', 'request']);
+      expect(other.received).toEqual(['answer']);
+      // The next chain's first frame goes at once again.
+      turns.push(watcher.socket, watcher.tcp, textFrame('next answer'), 'step 4');
+      expect(watcher.tcp.writableCorked).toBe(0);
+      expect(watcher.tcp.writableLength).toBe(0);
+      await settle();
+      expect(watcher.received).toEqual(['answer', 'tool', 'request', 'next answer']);
     } finally {
       await close();
     }

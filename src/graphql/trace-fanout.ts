@@ -48,8 +48,10 @@
  *    frames leave together, in one write (sockets written in one turn are
  *    corked until the chain of work settles), so a busy fan-out makes fewer,
  *    larger writes, and a step reaches all its watchers within one pass.
- *    A live step written at once is not corked: it leaves before the run's
- *    chain of work (which may store its next steps) settles.
+ *    A socket's first live step of a chain of work is written at once, not
+ *    corked: it leaves before the run's chain of work (which may store its
+ *    next steps) settles; the steps that chain stores after it are corked
+ *    and leave together when it settles (one write for them).
  *    A sender goes on at once while little is buffered for its socket, and
  *    waits for the write once `HELD_BYTES_LIMIT` is: a slow reader holds back
  *    only its own subscription, whose bounded queue then reports lag.
@@ -250,6 +252,8 @@ export class DeliveryTurns {
   private readonly backlogs = new Map<Socket, Backlog>();
   /** Sockets corked in the current chain of work; uncorked once it settles. */
   private readonly corked = new Set<Socket>();
+  /** Sockets a live frame was written to, at once, in the current chain of work. */
+  private readonly liveInChain = new Set<Socket>();
   private turnOpen = false;
   private spentThisTurn = 0;
   /** The step whose frames `push` wrote last in this turn. */
@@ -271,8 +275,11 @@ export class DeliveryTurns {
 
   /**
    * Takes a frame nobody waits for (check `accepts` first): written now or, in order, in a later turn.
-   * Written now, it is not corked: a live step leaves at once, not when the run's chain of work (which
-   * may store its next steps) settles. `step` is what the frame carries, the same object for every
+   * Written now, the first live frame of a chain of work for a socket is not corked: it leaves at once
+   * (the provider's answer reaches its watchers before the run stores what follows from it). The
+   * socket's later live frames in the same chain (the tool's result, the next request, stored one
+   * after the other) are corked and leave together when the chain settles: one system call for them
+   * instead of one each, for the server and for the client reading them. `step` is what the frame carries, the same object for every
    * watcher of it: a step whose frames began to be written in this turn has the rest written in it as
    * well, past the turn's budget, so that it reaches its whole audience in one pass (split, its last
    * watchers would wait behind the run's work for the next turn). The budget then holds back the steps
@@ -280,8 +287,15 @@ export class DeliveryTurns {
    */
   push(socket: WebSocket, tcp: Socket, frame: Buffer, step: unknown): void {
     if (this.mayWriteNow() || (step === this.stepOfTurn && this.head === this.ring.length)) {
-      this.spentThisTurn += WRITE_COST;
       this.stepOfTurn = step;
+      if (this.liveInChain.has(tcp)) {
+        // A later step of the same chain: it joins the socket's cork (writeOne counts its cost).
+        dropOnFailure(this.writeOne(socket, tcp, frame));
+        return;
+      }
+      this.spentThisTurn += WRITE_COST;
+      this.liveInChain.add(tcp);
+      this.queueFlushOnce();
       dropOnFailure(write(socket, tcp, frame));
     } else {
       this.enqueue(socket, tcp, { frame, done: null });
@@ -351,14 +365,18 @@ export class DeliveryTurns {
       this.spentThisTurn += WRITE_COST - 1;
       tcp.cork();
       this.corked.add(tcp);
-      if (!this.flushQueued) {
-        this.flushQueued = true;
-        // A tick queued from a microtask runs once every microtask queued so far, and
-        // every one they queue, has run: the frames of this chain of work are written by then.
-        queueMicrotask(this.queueFlush);
-      }
+      this.queueFlushOnce();
     }
     return write(socket, tcp, frame);
+  }
+
+  /** The chain of work's end: corked sockets are uncorked, and the next chain's first live frames go at once again. */
+  private queueFlushOnce(): void {
+    if (this.flushQueued) return;
+    this.flushQueued = true;
+    // A tick queued from a microtask runs once every microtask queued so far, and
+    // every one they queue, has run: the frames of this chain of work are written by then.
+    queueMicrotask(this.queueFlush);
   }
 
   private readonly queueFlush = (): void => process.nextTick(this.flush);
@@ -367,6 +385,7 @@ export class DeliveryTurns {
     this.flushQueued = false;
     for (const tcp of this.corked) tcp.uncork();
     this.corked.clear();
+    this.liveInChain.clear();
   };
 }
 
