@@ -70,7 +70,7 @@
  * (BENCH_RUNS, BENCH_BURSTS, BENCH_BURST_SECONDS, BENCH_EPOCHS override 200, 30, 1, 4;
  * BENCH_VARIANTS=<comma-separated names> measures only those beside the baseline).
  * BENCH_COMPARE_BUILD=<another build's dist directory> adds a sixth server,
- * "exporting, other build": the exporting variant run from that build, to
+ * "exporting (other build)": the exporting variant run from that build, to
  * compare two versions of the code in one run (e.g. `git worktree` or
  * `tsc --outDir dist-before` of the older commit).
  */
@@ -86,7 +86,7 @@ const WARMUP_BURSTS = Number(process.env.BENCH_WARMUP_BURSTS ?? 2);
 const SETTLE_MS = 400;
 const CONNECTIONS = 20;
 
-type VariantName = 'baseline' | 'no endpoint' | 'sampled out' | 'exporting' | 'exporting every query' | 'exporting with content' | 'exporting, other build';
+type VariantName = 'baseline' | 'no endpoint' | 'sampled out' | 'exporting' | 'exporting every query' | 'exporting with content' | 'exporting (other build)';
 
 /** A collector in its own process that accepts every export and keeps only counts (bench/otlp-receiver). */
 async function startReceiver(): Promise<{ url: string; counts: () => Promise<{ requests: number; bytes: number }>; close: () => Promise<void> }> {
@@ -232,7 +232,7 @@ export async function runTracingOverhead(): Promise<void> {
     exporting,
     'exporting every query': { ...exporting, TRACE_QUERIES: 'all' },
     'exporting with content': { ...exporting, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true' },
-    ...(otherBuild ? { 'exporting, other build': exporting } : {}),
+    ...(otherBuild ? { 'exporting (other build)': exporting } : {}),
   };
   // BENCH_VARIANTS=<names, comma-separated>: only those beside the baseline (e.g. "exporting,exporting every query").
   const only = process.env.BENCH_VARIANTS ? new Set(['baseline', ...process.env.BENCH_VARIANTS.split(',').map((name) => name.trim())]) : null;
@@ -271,7 +271,7 @@ export async function runTracingOverhead(): Promise<void> {
       const servers: ServerProcess[] = [];
       const firstBurst = listCpu.get('baseline')!.length;
       try {
-        for (const variant of shuffled(variants, random)) servers.push(await startServerProcess(variant, environments[variant]!, variant === 'exporting, other build' ? (otherBuild ?? undefined) : undefined));
+        for (const variant of shuffled(variants, random)) servers.push(await startServerProcess(variant, environments[variant]!, variant === 'exporting (other build)' ? (otherBuild ?? undefined) : undefined));
         const oneRun = async (server: ServerProcess) => (await server.ask<{ ms: number }>({ type: 'run' }, 'run')).ms;
         for (let i = 0; i < WARMUP_RUNS; i += 1) for (const server of shuffled(servers, random)) await oneRun(server);
         // Each variant's list holds one value per round, so index i pairs it with the baseline's of the same round.
@@ -328,13 +328,14 @@ export async function runTracingOverhead(): Promise<void> {
     };
   });
   // This build's exporting server ÷ the other build's, round by round.
-  const againstOtherBuild = otherBuild
-    ? {
-        runRatio: pairedSummary(runMs.get('exporting')!, runMs.get('exporting, other build')!),
-        listRatio: pairedSummary(listRates.get('exporting')!, listRates.get('exporting, other build')!),
-        listCpuRatio: pairedSummary(listCpu.get('exporting')!, listCpu.get('exporting, other build')!),
-      }
-    : null;
+  const againstOtherBuild =
+    otherBuild && variants.includes('exporting') && variants.includes('exporting (other build)')
+      ? {
+          runRatio: pairedSummary(runMs.get('exporting')!, runMs.get('exporting (other build)')!),
+          listRatio: pairedSummary(listRates.get('exporting')!, listRates.get('exporting (other build)')!),
+          listCpuRatio: pairedSummary(listCpu.get('exporting')!, listCpu.get('exporting (other build)')!),
+        }
+      : null;
   writeResult('tracing-overhead', {
     measuredAt: new Date().toISOString(),
     node: process.version,

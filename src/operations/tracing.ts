@@ -279,10 +279,46 @@ function samplerOf(sampler: TracingConfig['sampler']): Sampler {
 /** A run's steps are made into spans at its END, or once this many wait (a long run's spans then leave as it goes). */
 const SPAN_BATCH_STEPS = 64;
 
-const UNRECORDED_RUN: RunObservation = { step: () => undefined, finish: () => undefined };
-
-/** The spans of one run, built from its steps as they are stored. */
+/**
+ * The spans of one run, built from its steps once they are stored. They are made in batches, at
+ * the run's END or every SPAN_BATCH_STEPS steps (the agent's span, with the run's start as its
+ * start, at the first): the SDK's code then runs warm, many spans in a row, instead of once per step
+ * between the loop's own work and once at the start of every run, which costs several times as much
+ * CPU. Their times are the steps' own either way.
+ */
 function observeRun(tracer: Tracer, run: ObservedRun, parent: Context, capture: boolean): RunObservation {
+  const startTime = preciseNow();
+  /** Undefined until the first batch; null when the run is not sampled. */
+  let spans: RunSpans | null | undefined;
+  /** Steps not yet made into spans, with when each was handed over. */
+  let buffered: Array<{ step: RunStep; at: number }> = [];
+  const drain = (): void => {
+    const steps = buffered;
+    buffered = [];
+    if (spans === undefined) spans = runSpans(tracer, run, parent, capture, startTime);
+    if (spans) for (const { step, at } of steps) spans.record(step, at);
+  };
+  return {
+    step(step: RunStep, at: number) {
+      if (spans === null) return;
+      buffered.push({ step, at });
+      if (step.kind === 'end' || buffered.length >= SPAN_BATCH_STEPS) drain();
+    },
+    finish() {
+      drain();
+      spans?.finish();
+    },
+  };
+}
+
+interface RunSpans {
+  record(step: RunStep, at: number): void;
+  /** Ends the agent's span if its END never came. */
+  finish(): void;
+}
+
+/** The agent's span and a maker of its children; null when the run is not sampled. */
+function runSpans(tracer: Tracer, run: ObservedRun, parent: Context, capture: boolean, startTime: number): RunSpans | null {
   // Made once per run and written as fixed-shape literals (no spreads): an absent value is `undefined`, which the SDK skips.
   const provider = run.providerType ? (PROVIDER_NAMES[run.providerType] ?? run.providerType) : undefined;
   const model = run.model ?? undefined;
@@ -291,6 +327,7 @@ function observeRun(tracer: Tracer, run: ObservedRun, parent: Context, capture: 
     `invoke_agent ${run.configuration}`,
     {
       kind: SpanKind.INTERNAL,
+      startTime,
       attributes: {
         [ATTR_GEN_AI_CONVERSATION_ID]: run.runId,
         [ATTR_GEN_AI_PROVIDER_NAME]: provider,
@@ -303,7 +340,7 @@ function observeRun(tracer: Tracer, run: ObservedRun, parent: Context, capture: 
     parent,
   );
   // Not sampled: its model and tool calls would not be either (they follow the agent's decision), so none is asked for.
-  if (!agent.isRecording()) return UNRECORDED_RUN;
+  if (!agent.isRecording()) return null;
   const inRun = trace.setSpan(parent, agent);
   /** The model call in flight: its REQUEST step and when it was produced. */
   let pending: { step: RequestStep; at: number } | null = null;
@@ -396,28 +433,13 @@ function observeRun(tracer: Tracer, run: ObservedRun, parent: Context, capture: 
         break;
     }
   };
-  /** Steps not yet made into spans, with when each was handed over. */
-  let buffered: Array<{ step: RunStep; at: number }> = [];
-  const drain = (): void => {
-    const steps = buffered;
-    buffered = [];
-    for (const { step, at } of steps) record(step, at);
-  };
-
   return {
-    step(step: RunStep, at: number) {
-      // Spans are made in batches (at the END, or every SPAN_BATCH_STEPS steps): the SDK's code then
-      // runs warm, many spans in a row, instead of once per step between the loop's own work, which
-      // costs several times as much CPU. Their times are the steps' own either way.
-      buffered.push({ step, at });
-      if (step.kind === 'end' || buffered.length >= SPAN_BATCH_STEPS) drain();
-    },
+    record,
     finish() {
-      drain();
       if (ended) return;
       ended = true;
       agent.setStatus({ code: SpanStatusCode.ERROR, message: 'The run ended without its END step.' });
-      agent.end();
+      agent.end(preciseNow());
     },
   };
 }

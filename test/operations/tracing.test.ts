@@ -236,6 +236,36 @@ describe.each(cases)('OpenTelemetry traces ($dialect, $protocol, message content
     expect(broken.span.status.code).not.toBe(STATUS_ERROR);
   });
 
+  test('a long run (more steps than one batch of spans) has every model and tool call in its trace, in order', async () => {
+    const setup = await kit.setup();
+    const rounds = 20;
+    setup.provider.script(
+      ...Array.from({ length: rounds - 1 }, (_, index) => ({
+        toolCalls: [{ id: `call_${index}`, name: 'calculator', arguments: { expression: `${index} + 1` } }],
+        usage: { prompt: 10 + index, completion: 2 },
+      })),
+      { text: 'Counted.', usage: { prompt: 40, completion: 3 } },
+    );
+    const { run: started, traceId } = await startTracedRun({ configuration: setup.configuration, prompt: 'Count with the calculator.', tools: ['calculator'], maxRounds: rounds });
+    const run = await kit.waitForRun(started.id);
+    expect(run.status).toBe('COMPLETED');
+    const spans = await receiver.waitFor((all) => {
+      const inTrace = all.filter((span) => span.traceId === traceId);
+      return inTrace.some((span) => span.name.startsWith('invoke_agent ')) && inTrace.filter((span) => span.name.startsWith('chat ')).length === rounds ? inTrace : null;
+    });
+    const agent = spans.find((span) => span.name.startsWith('invoke_agent '))!;
+    const chats = spans.filter((span) => span.name.startsWith('chat ')).sort((a, b) => Number(a.startNs - b.startNs));
+    const tools = spans.filter((span) => span.name === 'execute_tool calculator').sort((a, b) => Number(a.startNs - b.startNs));
+    expect(chats.map((span) => span.attributes['promptwire.round'])).toEqual(Array.from({ length: rounds }, (_, index) => index + 1));
+    expect(chats.map((span) => span.attributes['gen_ai.usage.input_tokens'])).toEqual([...Array.from({ length: rounds - 1 }, (_, index) => 10 + index), 40]);
+    expect(tools.map((span) => span.attributes['gen_ai.tool.call.id'])).toEqual(Array.from({ length: rounds - 1 }, (_, index) => `call_${index}`));
+    for (const child of [...chats, ...tools]) expect(child.parentSpanId).toBe(agent.spanId);
+    // The agent's span starts with the run, before its first model call, and ends after its last.
+    expect(agent.startNs).toBeLessThanOrEqual(chats[0]!.startNs);
+    expect(agent.endNs).toBeGreaterThanOrEqual(chats[rounds - 1]!.endNs);
+    expect(agent.attributes).toMatchObject({ 'promptwire.run.iterations': rounds, 'promptwire.run.status': 'completed' });
+  });
+
   /** A GraphQL request over HTTP without a traceparent, as most clients send it. */
   async function plainRequest(query: string, headers: Record<string, string> = {}): Promise<void> {
     const response = await fetch(server.url, {
