@@ -345,6 +345,8 @@ function runSpans(tracer: Tracer, run: ObservedRun, parent: Context, capture: bo
   /** The model call in flight: its REQUEST step and when it was produced. */
   let pending: { step: RequestStep; at: number } | null = null;
   let ended = false;
+  /** The tools whose calls wait for a person when the run paused for approval; null otherwise. */
+  let waitingFor: string[] | null = null;
 
   // What a sampler may decide by (the conventions ask for these at a span's start), made once per run;
   // the rest is set on the span itself, so the SDK validates it once instead of copying it twice more.
@@ -428,6 +430,10 @@ function runSpans(tracer: Tracer, run: ObservedRun, parent: Context, capture: bo
         ended = true;
         break;
       }
+      case 'approval':
+        // Calls that wait for a person: this stretch of the run ends here, and the run goes on below the request that decides them.
+        waitingFor = step.pendingToolCalls?.map((call) => call.name) ?? null;
+        break;
       case 'assembled':
       case 'context':
         break;
@@ -438,6 +444,13 @@ function runSpans(tracer: Tracer, run: ObservedRun, parent: Context, capture: bo
     finish() {
       if (ended) return;
       ended = true;
+      if (waitingFor) {
+        // Not an error: the run waits for a person's decision (WAITING_FOR_APPROVAL).
+        agent.setAttribute('promptwire.run.status', 'waiting_for_approval');
+        agent.addEvent('waiting for approval', { [ATTR_GEN_AI_TOOL_NAME]: waitingFor });
+        agent.end(preciseNow());
+        return;
+      }
       agent.setStatus({ code: SpanStatusCode.ERROR, message: 'The run ended without its END step.' });
       agent.end(preciseNow());
     },

@@ -266,6 +266,25 @@ describe.each(cases)('OpenTelemetry traces ($dialect, $protocol, message content
     expect(agent.attributes).toMatchObject({ 'promptwire.run.iterations': rounds, 'promptwire.run.status': 'completed' });
   });
 
+  test('a run that pauses for approval ends its span without an error, saying what it waits for', async () => {
+    const setup = await kit.setup();
+    setup.provider.script({ toolCalls: [{ id: 'call_wait', name: 'calculator', arguments: { expression: '1 + 1' } }], usage: { prompt: 3, completion: 1 } });
+    const { run: started, traceId } = await startTracedRun({ configuration: setup.configuration, prompt: 'Add.', tools: ['calculator'], approvalRequired: ['calculator'] });
+    expect((await kit.waitForRun(started.id)).status).toBe('WAITING_FOR_APPROVAL');
+    const spans = await receiver.waitFor((all) => {
+      const inTrace = all.filter((span) => span.traceId === traceId);
+      return inTrace.some((span) => span.name.startsWith('invoke_agent ')) ? inTrace : null;
+    });
+    const agent = spans.find((span) => span.name.startsWith('invoke_agent '))!;
+    expect(agent.status.code).not.toBe(STATUS_ERROR);
+    expect(agent.attributes).toMatchObject({ 'promptwire.run.status': 'waiting_for_approval', 'gen_ai.conversation.id': started.id });
+    expect(agent.events).toEqual([expect.objectContaining({ name: 'waiting for approval', attributes: { 'gen_ai.tool.name': ['calculator'] } })]);
+    // Its model call is there, below it; the tool has not run.
+    expect(spans.filter((span) => span.name === 'chat scripted-gpt').map((span) => span.parentSpanId)).toEqual([agent.spanId]);
+    expect(spans.some((span) => span.name.startsWith('execute_tool '))).toBe(false);
+    await server.gql('mutation($id: ID!) { cancelRun(id: $id) { status } }', { id: started.id });
+  });
+
   /** A GraphQL request over HTTP without a traceparent, as most clients send it. */
   async function plainRequest(query: string, headers: Record<string, string> = {}): Promise<void> {
     const response = await fetch(server.url, {
