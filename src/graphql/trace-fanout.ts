@@ -279,11 +279,11 @@ export class DeliveryTurns {
    * (the provider's answer reaches its watchers before the run stores what follows from it). The
    * socket's later live frames in the same chain (the tool's result, the next request, stored one
    * after the other) are corked and leave together when the chain settles: one system call for them
-   * instead of one each, for the server and for the client reading them. `step` is what the frame carries, the same object for every
-   * watcher of it: a step whose frames began to be written in this turn has the rest written in it as
-   * well, past the turn's budget, so that it reaches its whole audience in one pass (split, its last
-   * watchers would wait behind the run's work for the next turn). The budget then holds back the steps
-   * after it.
+   * instead of one each, for the server and for the client reading them. `step` is what the frame
+   * carries, the same object for every watcher of it: a step whose frames began to be written in this
+   * turn has the rest written in it as well, past the turn's budget, so that it reaches its whole
+   * audience in one pass (split, its last watchers would wait behind the run's work for the next
+   * turn). The budget then holds back the steps after it.
    */
   push(socket: WebSocket, tcp: Socket, frame: Buffer, step: unknown): void {
     if (this.mayWriteNow() || (step === this.stepOfTurn && this.head === this.ring.length)) {
