@@ -353,7 +353,7 @@ describe.each(cases)('OpenTelemetry traces ($dialect, $protocol, message content
   });
 });
 
-describe('OpenTelemetry traces with TRACE_QUERIES=all', () => {
+describe.each(['all', 'none'] as const)('OpenTelemetry traces with TRACE_QUERIES=%s', (policy) => {
   let receiver: OtlpReceiver;
   let database: TestDatabase;
   let server: ServerProcess;
@@ -361,7 +361,7 @@ describe('OpenTelemetry traces with TRACE_QUERIES=all', () => {
   beforeAll(async () => {
     receiver = await OtlpReceiver.start();
     database = await createTestDatabase('sqlite');
-    server = await startServerProcess(database, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '50', TRACE_QUERIES: 'all' });
+    server = await startServerProcess(database, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '50', TRACE_QUERIES: policy });
   });
   afterAll(async () => {
     await server?.stop();
@@ -369,17 +369,33 @@ describe('OpenTelemetry traces with TRACE_QUERIES=all', () => {
     await database?.drop();
   });
 
-  test('every query gets a span, with or without a client trace', async () => {
-    const marker = crypto.randomBytes(4).toString('hex');
+  async function post(query: string, traceparent?: string): Promise<void> {
     const response = await fetch(server.url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
-      body: JSON.stringify({ query: `query Everything_${marker} { snippets(limit: 1) { uid } }` }),
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}`, ...(traceparent ? { traceparent } : {}) },
+      body: JSON.stringify({ query }),
     });
     expect(response.status).toBe(200);
     await response.arrayBuffer();
-    const span = await receiver.waitFor((all) => all.find((received) => received.attributes['graphql.operation.name'] === `Everything_${marker}`));
-    expect(span).toMatchObject({ name: 'query', kind: SPAN_KIND.server, parentSpanId: '' });
-    expect(span.attributes).toMatchObject({ 'graphql.operation.type': 'query', 'http.request.method': 'POST', 'http.route': '/graphql', 'http.response.status_code': 200 });
+  }
+
+  test(policy === 'all' ? 'every query gets a span, with or without a client trace' : 'no query gets a span, even from a traced client; a mutation still does', async () => {
+    const marker = crypto.randomBytes(4).toString('hex');
+    const traceparent = `00-${crypto.randomBytes(16).toString('hex')}-${crypto.randomBytes(8).toString('hex')}-01`;
+    await post(`query Plain_${marker} { snippets(limit: 1) { uid } }`);
+    await post(`query Traced_${marker} { snippetTags }`, traceparent);
+    await post(`mutation Last_${marker} { deleteSnippet(uid: 987654321) }`, traceparent);
+    // The mutation was sent last: once its span is in, every earlier request's span would be too.
+    await receiver.waitFor((all) => all.some((span) => span.attributes['graphql.operation.name'] === `Last_${marker}`));
+    const named = (name: string) => receiver.spans.filter((span) => span.attributes['graphql.operation.name'] === `${name}_${marker}`);
+    if (policy === 'all') {
+      expect(named('Plain')).toEqual([expect.objectContaining({ name: 'query', kind: SPAN_KIND.server, parentSpanId: '' })]);
+      expect(named('Plain')[0]!.attributes).toMatchObject({ 'graphql.operation.type': 'query', 'http.request.method': 'POST', 'http.route': '/graphql', 'http.response.status_code': 200 });
+      expect(named('Traced')).toEqual([expect.objectContaining({ name: 'query', traceId: traceparent.split('-')[1] })]);
+    } else {
+      expect(named('Plain')).toEqual([]);
+      expect(named('Traced')).toEqual([]);
+    }
+    expect(named('Last')).toEqual([expect.objectContaining({ name: 'mutation', traceId: traceparent.split('-')[1] })]);
   });
 });
