@@ -37,6 +37,8 @@
  *   waits for its schedule in a worker thread (see runs-fanout-baseline's Clock);
  * - published → received (printed per turn, not a target): t(received) −
  *   t(the server published the step), the delivery path without the loop;
+ * - client CPU per delivery (printed per turn, not a target): the client processes' CPU while the run
+ *   goes on, per delivery: what the stand-in clients take from the machine both servers run on;
  * - memory per subscriber: Δ(heapUsed + external) of the server process with
  *   the clients subscribed and idle, after gc, / clients (100 and 1,000 only);
  * - answer → stored step: t(first step after an answer published) − t(answer
@@ -53,7 +55,9 @@
  * FANOUT_CPU_MARKS, FANOUT_TAIL=1 to print each measurement's worst 1 % of published → received as
  * `ms@sequence r run (answer → receipt ms)`, of answer due → published as `ms@sequence r run` (LATE) and of the
  * spread as `ms@sequence r run w<first>→w<last> (+published → first receipt ms)` (SPREAD; watchers numbered in
- * the order the client processes hold them);
+ * the order the client processes hold them), with every client process's first and last receipt of those
+ * steps after publishing as `ms@sequence r run [first, last] …` (READING, one window per process);
+ * FANOUT_CLIENT_NODE_ARGS for the client processes' Node flags (e.g. --trace-gc, --cpu-prof);
  * FANOUT_PIN=1 to run the servers on one CPU and everything else on the others, see `pinned`;
  * FANOUT_CLIENT_NICE=<n> to run the client processes at that niceness, see `clientNice`).
  */
@@ -79,6 +83,7 @@ interface ClientMessage {
   errors?: (string | null)[];
   received?: number[][];
   completed?: number;
+  clientCpuMs?: number;
 }
 
 /** A forked process that answers requests over IPC, one kind of reply at a time. */
@@ -214,6 +219,12 @@ export interface Measurement {
   cpuUsPerDelivery: number;
   /** Of which the garbage collector's pauses (mean of the paired differences, per delivery): a diagnostic. */
   gcUsPerDelivery: number;
+  /**
+   * The client processes' CPU from the moment every client was subscribed to the run's END, summed over
+   * them, per delivery received (not a target: a diagnostic of what the stand-in clients take from the
+   * machine the servers run on).
+   */
+  clientCpuUsPerDelivery: number;
   memoryKbPerSubscriber: number | null;
   storedDelayP50: number;
   storedDelayP99: number;
@@ -321,7 +332,7 @@ class ClientProcesses {
       const offset = this.links[index]!.offset;
       return (message.received ?? []).map((watcher) => watcher.map((value, i) => (i % 2 === 1 ? value - offset : value)));
     });
-    return { type, received, errors };
+    return { type, received, errors, clientCpuMs: messages.reduce((sum, message) => sum + (message.clientCpuMs ?? 0), 0) };
   }
 
   async syncClock(): Promise<void> {
@@ -374,6 +385,7 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
           READY_SEQUENCE: String(prepared.replaySequence),
         },
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+        execArgv: [...process.execArgv, ...(process.env.FANOUT_CLIENT_NODE_ARGS ?? '').split(' ').filter(Boolean)],
       });
       pin(child.pid, clientCpus);
       if (clientNice !== 0 && child.pid !== undefined) os.setPriority(child.pid, clientNice);
@@ -385,6 +397,7 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
     const received: number[][][] = [];
     const cpuPerRun: number[] = [];
     const gcPerRun: number[] = [];
+    let clientCpuTotal = 0;
     const unwatchedRecords: RunRecord[] = [];
     let memoryKbPerSubscriber: number | null = null;
     let subscribed = 0;
@@ -420,6 +433,7 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
       if (index === 0) continue;
       records.push(ended.record);
       received.push(done.received ?? []);
+      clientCpuTotal += done.clientCpuMs ?? 0;
       await sleep(20);
     }
     // Relate every clock to this process's.
@@ -430,6 +444,8 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
     const tailDiag: [number, number, number, number][] = [];
     /** FANOUT_TAIL: [spread, sequence, run, first watcher, last watcher, published → first receipt]. */
     const spreadDiag: [number, number, number, number, number, number][] = [];
+    /** FANOUT_TAIL: [spread, text] with every client process's reading window of the step. */
+    const readingDiag: [number, string][] = [];
     let deliveries = 0;
     let expected = 0;
     records.forEach((record, r) => {
@@ -466,6 +482,26 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
           }
         }
       }
+      if (process.env.FANOUT_TAIL && processes > 1) {
+        // Each client process's first and last receipt of every step, after it was published.
+        const share = Math.ceil(size / processes);
+        const windows = new Map<number, [number, number][]>();
+        for (const [w, watcher] of received[r]!.entries()) {
+          for (let i = 0; i < watcher.length; i += 2) {
+            const published = publishedOf.get(watcher[i]!);
+            if (published === undefined) continue;
+            let perProcess = windows.get(watcher[i]!);
+            if (!perProcess) windows.set(watcher[i]!, (perProcess = Array.from({ length: processes }, () => [Infinity, -Infinity])));
+            const window = perProcess[Math.min(processes - 1, Math.floor(w / share))]!;
+            window[0] = Math.min(window[0], watcher[i + 1]! - published);
+            window[1] = Math.max(window[1], watcher[i + 1]! - published);
+          }
+        }
+        for (const [sequence, perProcess] of windows) {
+          const spread = Math.max(...perProcess.map(([, last]) => last)) - Math.min(...perProcess.map(([first]) => first));
+          readingDiag.push([spread, `${round(spread, 2)}@${sequence}r${r} ${perProcess.map(([first, last]) => `[${round(first, 1)}, ${round(last, 1)}]`).join(' ')}`]);
+        }
+      }
       for (const [sequence, [first, last]] of firstLast) {
         spreads.push(last - first);
         if (process.env.FANOUT_TAIL) {
@@ -480,6 +516,8 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
       console.log(`LATE ${kind} ${size}: ` + late.slice(0, Math.ceil(late.length / 100)).map(([ms, seq, run]) => `${round(ms, 2)}@${seq}r${run}`).join(' '));
       spreadDiag.sort((a, b) => b[0] - a[0]);
       if (size > 1) console.log(`SPREAD ${kind} ${size}: ` + spreadDiag.slice(0, Math.ceil(spreadDiag.length / 100)).map(([ms, seq, run, first, last, lead]) => `${round(ms, 2)}@${seq}r${run} w${first}→w${last} (+${round(lead, 2)})`).join(' '));
+      readingDiag.sort((a, b) => b[0] - a[0]);
+      if (readingDiag.length > 0) console.log(`READING ${kind} ${size}: ` + readingDiag.slice(0, Math.ceil(readingDiag.length / 100)).map(([, text]) => text).join(' '));
       console.log(`TAIL ${kind} ${size}: ` + tailDiag.slice(0, Math.ceil(tailDiag.length / 100)).map(([h, seq, lat, run]) => `${round(h, 2)}@${seq}r${run}(${round(lat, 1)})`).join(' '));
     }
     latencies.sort((a, b) => a - b);
@@ -504,6 +542,7 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
       // The median of paired differences: one run's CPU moves by more than its deliveries cost at small sizes.
       cpuUsPerDelivery: round(median(cpuPerRun) / Math.max(1, deliveries / count), 1),
       gcUsPerDelivery: round(gcPerRun.reduce((sum, value) => sum + value, 0) / Math.max(1, deliveries), 1),
+      clientCpuUsPerDelivery: round((clientCpuTotal * 1000) / Math.max(1, deliveries), 1),
       memoryKbPerSubscriber,
       storedDelayP50: round(percentile(delays, 50), 2),
       storedDelayP99: round(percentile(delays, 99), 2),
@@ -545,6 +584,7 @@ function medianMeasurement(turns: readonly Measurement[]): Measurement {
     spreadP50: pick('spreadP50'),
     spreadP99: pick('spreadP99'),
     cpuUsPerDelivery: pick('cpuUsPerDelivery'),
+    clientCpuUsPerDelivery: pick('clientCpuUsPerDelivery'),
     memoryKbPerSubscriber: memory.length > 0 ? round(median(memory), 1) : null,
     storedDelayP50: pick('storedDelayP50'),
     storedDelayP99: pick('storedDelayP99'),
@@ -604,7 +644,7 @@ export async function runRunsFanout(): Promise<{ rows: FanoutRow[]; perTurn: Mea
         const order: Kind[] = (turn + index) % 2 === 0 ? ['service', 'baseline'] : ['baseline', 'service'];
         for (const kind of order) {
           const result = await measureOn(kind, size);
-          console.log(`turn ${turn + 1} ${kind} ${size}: p50 ${result.latencyP50} p99 ${result.latencyP99} (published → received ${result.handOverP50} / ${result.handOverP99}) spread p99 ${result.spreadP99} cpu ${result.cpuUsPerDelivery} µs (gc ${result.gcUsPerDelivery}) stored p50 ${result.storedDelayP50} p99 ${result.storedDelayP99} published p50 / p99 ${result.publishedDelayP50} / ${result.publishedDelayP99} (unwatched ${result.unwatchedPublishedDelayP50} / ${result.unwatchedPublishedDelayP99}) (${result.deliveriesReceived}/${result.deliveriesExpected})`);
+          console.log(`turn ${turn + 1} ${kind} ${size}: p50 ${result.latencyP50} p99 ${result.latencyP99} (published → received ${result.handOverP50} / ${result.handOverP99}) spread p50 / p99 ${result.spreadP50} / ${result.spreadP99} cpu ${result.cpuUsPerDelivery} µs (gc ${result.gcUsPerDelivery}; clients ${result.clientCpuUsPerDelivery}) stored p50 ${result.storedDelayP50} p99 ${result.storedDelayP99} published p50 / p99 ${result.publishedDelayP50} / ${result.publishedDelayP99} (unwatched ${result.unwatchedPublishedDelayP50} / ${result.unwatchedPublishedDelayP99}) (${result.deliveriesReceived}/${result.deliveriesExpected})`);
           results.push(result);
         }
       }
