@@ -348,6 +348,11 @@ class ClientProcesses {
   }
 }
 
+/** How many of `size` subscribers client process `index` of `processes` holds. */
+function shareOf(size: number, processes: number, index: number): number {
+  return Math.floor(size / processes) + (index < size % processes ? 1 : 0);
+}
+
 /** The recorded timing the baseline replays for the next watched run (see measure). */
 let watchedTiming = 0;
 
@@ -372,7 +377,7 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
   const processes = Math.max(1, Math.min(size, clientProcesses));
   const clients = new ClientProcesses(
     Array.from({ length: processes }, (_, index) => {
-      const share = Math.floor(size / processes) + (index < size % processes ? 1 : 0);
+      const share = shareOf(size, processes, index);
       const child = fork(path.join(__dirname, 'runs-fanout-clients.js'), [], {
         env: {
           ...process.env,
@@ -484,7 +489,9 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
       }
       if (process.env.FANOUT_TAIL && processes > 1) {
         // Each client process's first and last receipt of every step, after it was published.
-        const share = Math.ceil(size / processes);
+        // Watchers are numbered in the order the processes hold them, each process its share.
+        const processOf: number[] = [];
+        for (let index = 0; index < processes; index += 1) for (let k = 0; k < shareOf(size, processes, index); k += 1) processOf.push(index);
         const windows = new Map<number, [number, number][]>();
         for (const [w, watcher] of received[r]!.entries()) {
           for (let i = 0; i < watcher.length; i += 2) {
@@ -492,7 +499,7 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
             if (published === undefined) continue;
             let perProcess = windows.get(watcher[i]!);
             if (!perProcess) windows.set(watcher[i]!, (perProcess = Array.from({ length: processes }, () => [Infinity, -Infinity])));
-            const window = perProcess[Math.min(processes - 1, Math.floor(w / share))]!;
+            const window = perProcess[processOf[w]!]!;
             window[0] = Math.min(window[0], watcher[i + 1]! - published);
             window[1] = Math.max(window[1], watcher[i + 1]! - published);
           }
