@@ -16,10 +16,11 @@
  * IPC (the sample with the smallest round trip).
  *
  * A measurement (one server, one audience size): the clients connect and
- * watch a warm-up run to its end (not counted), then RUNS_AT(size) measured
- * runs one after the other (60 at 1, 16 at 10, 8 at 100, 3 at 1,000 — enough
- * deliveries for a p99 and paired CPU readings that a stray run does not move), each subscribed while held before its first provider
- * call and then let go. Figures:
+ * watch FANOUT_WARMUP_RUNS warm-up runs (3) to their end (not counted), then
+ * runsAt(size) measured runs one after the other (60 at 1; from 10 watchers on,
+ * enough for 1,000 live steps, 27 with the default run — a p99 of steps, and
+ * paired CPU readings that a stray run does not move), each subscribed while
+ * held before its first provider call and then let go. Figures:
  * - provider answer → receipt: for every delivery of a live step,
  *   t(client received it) − t(the answer it follows was due); the due time is
  *   when the provider's answer was ready (call start + DELAY_MS), so a server
@@ -56,7 +57,10 @@
  * `ms@sequence r run (answer → receipt ms)`, of answer due → published as `ms@sequence r run` (LATE) and of the
  * spread as `ms@sequence r run w<first>→w<last> (+published → first receipt ms)` (SPREAD; watchers numbered in
  * the order the client processes hold them), with every client process's first and last receipt of those
- * steps after publishing as `ms@sequence r run [first, last] …` (READING, one window per process);
+ * steps after publishing as `ms@sequence r run [first, last] …` (READING, one window per process), the
+ * spread's p50/p99 by the step's place after its answer (BYPOS: #0 the first step that follows it), every
+ * measured run's spread p50/max (BYRUN) and every run's server and client CPU in ms (RUNCPU, w: warm-up);
+ * FANOUT_RUNS=<size>:<runs>,… and FANOUT_WARMUP_RUNS=<n> for other run counts;
  * FANOUT_CLIENT_NODE_ARGS for the client processes' Node flags (e.g. --trace-gc, --cpu-prof);
  * FANOUT_PIN=1 to run the servers on one CPU and everything else on the others, see `pinned`;
  * FANOUT_CLIENT_NICE=<n> to run the client processes at that niceness, see `clientNice`).
@@ -243,8 +247,30 @@ interface Reference {
 
 const median = (values: readonly number[]) => percentile([...values].sort((a, b) => a - b), 50);
 
-function runsAt(size: number): number {
-  return size <= 1 ? 60 : size <= 10 ? 16 : size <= 100 ? 8 : 3;
+/**
+ * Live steps a measurement at 10 watchers or more takes at least, so that its spread's p99 is a p99: with
+ * 8 runs at 100 watchers (304 steps) it was the third-largest step's spread and with 3 at 1,000 (114
+ * steps) the second-largest, and the three steps of one chain corked into one write share one spread,
+ * so one slow moment decided a turn's figure (2026-12-01: at 100 watchers the per-turn ratio went from
+ * 0.98× to 2.03× between runs of the same build).
+ */
+const MIN_STEPS_PER_MEASUREMENT = 1000;
+
+/** FANOUT_RUNS=<size>:<runs>,…: measured runs per measurement at those sizes instead of runsAt's. */
+const runsOverride = new Map((process.env.FANOUT_RUNS ?? '').split(',').filter(Boolean).map((pair) => pair.split(':').map(Number) as [number, number]));
+
+/**
+ * Runs the clients watch after subscribing, before the measured ones (not counted). Each measurement starts
+ * fresh client processes: their CPU per run fell from some 185 ms to 45 ms only by the fourth run (100
+ * watchers; the service's own CPU per run from 140–170 ms to 50–90 ms), and with one warm-up run the first
+ * two measured runs' spreads (p50 8.9 and 4.9 ms against 1.6–2.7 ms after) made most of the service's
+ * worst 1 % (2026-12-01).
+ */
+const warmupRuns = Number(process.env.FANOUT_WARMUP_RUNS ?? 3);
+
+/** Measured runs at `size` watchers for runs of `liveSteps` live steps: 60 at 1 watcher (for the latency's p99), else enough for MIN_STEPS_PER_MEASUREMENT steps. */
+function runsAt(size: number, liveSteps: number): number {
+  return runsOverride.get(size) ?? (size <= 1 ? 60 : Math.ceil(MIN_STEPS_PER_MEASUREMENT / Math.max(1, liveSteps)));
 }
 
 /** Per live step: [published − the answer it follows due (ms, server clock), its sequence, its run's index in `records`]. */
@@ -360,10 +386,10 @@ let watchedTiming = 0;
  * `unwatchedPool`: the service's unwatched runs so far, most recent last; a service measurement adds the unwatched
  * run paired with each watched one.
  */
-async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; token: string }, size: number, client: string, clientProcesses: number, unwatchedPool: RunRecord[]): Promise<Measurement> {
+async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; token: string }, size: number, client: string, clientProcesses: number, unwatchedPool: RunRecord[], liveSteps: number): Promise<Measurement> {
   const { link } = server;
-  const count = runsAt(size);
-  const prepared = await request(link, { type: 'prepare', count: count + 1 }, 'prepared');
+  const count = runsAt(size, liveSteps);
+  const prepared = await request(link, { type: 'prepare', count: count + warmupRuns }, 'prepared');
   /** One unwatched run beside each measured one, for its CPU. */
   const pairs = await request(link, { type: 'prepare', count }, 'prepared');
   const before = (await request(link, { type: 'memory' }, 'memory')).bytes;
@@ -403,6 +429,8 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
     const cpuPerRun: number[] = [];
     const gcPerRun: number[] = [];
     let clientCpuTotal = 0;
+    /** FANOUT_TAIL: every run's server CPU and client CPU (ms), warm-up runs included. */
+    const runCosts: string[] = [];
     const unwatchedRecords: RunRecord[] = [];
     let memoryKbPerSubscriber: number | null = null;
     let subscribed = 0;
@@ -410,7 +438,7 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
     for (const [index, runId] of prepared.runIds.entries()) {
       const ready = await clients.next('ready');
       if ((ready.failed ?? 0) > 0) errors.add(`${ready.failed} clients did not subscribe: ${(ready.errors ?? []).join('; ')}`);
-      if (index === 1) {
+      if (index === warmupRuns) {
         await sleep(500);
         if (size >= 100) memoryKbPerSubscriber = round(((await request(link, { type: 'memory' }, 'memory')).bytes - before) / size / 1024, 1);
         await clients.syncClock();
@@ -424,9 +452,9 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
       const ended = await request(link, { type: 'open', runId, timing }, 'ended');
       const done = await clients.next('done');
       const atDone = await request(link, { type: 'cpu', label: 'watched-done' }, 'cpu');
-      if (index > 0) {
+      if (index >= warmupRuns) {
         await sleep(20);
-        const unwatchedRun = await runUnwatched(link, pairs.runIds[index - 1]!, timing);
+        const unwatchedRun = await runUnwatched(link, pairs.runIds[index - warmupRuns]!, timing);
         cpuPerRun.push(atDone.us - atOpen.us - unwatchedRun.cpuUs);
         unwatchedRecords.push(unwatchedRun.record);
         if (kind === 'service') unwatchedPool.push(unwatchedRun.record);
@@ -435,7 +463,8 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
       // Only now the clients subscribe to the next run: its start (token check, replay read) is in neither reading.
       clients.send({ type: 'go' });
       for (const error of done.errors ?? []) if (error) errors.add(error);
-      if (index === 0) continue;
+      if (process.env.FANOUT_TAIL) runCosts.push(`${index < warmupRuns ? 'w' : 'r'}${index} ${round((atDone.us - atOpen.us) / 1000, 1)}/${round(done.clientCpuMs ?? 0, 1)}`);
+      if (index < warmupRuns) continue;
       records.push(ended.record);
       received.push(done.received ?? []);
       clientCpuTotal += done.clientCpuMs ?? 0;
@@ -451,6 +480,10 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
     const spreadDiag: [number, number, number, number, number, number][] = [];
     /** FANOUT_TAIL: [spread, text] with every client process's reading window of the step. */
     const readingDiag: [number, string][] = [];
+    /** FANOUT_TAIL: spreads by the step's place after its answer (0: the first step that follows it). */
+    const spreadsByPosition = new Map<number, number[]>();
+    /** FANOUT_TAIL: every run's spread p50 and max. */
+    const spreadsByRun: string[] = [];
     let deliveries = 0;
     let expected = 0;
     records.forEach((record, r) => {
@@ -509,8 +542,28 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
           readingDiag.push([spread, `${round(spread, 2)}@${sequence}r${r} ${perProcess.map(([first, last]) => `[${round(first, 1)}, ${round(last, 1)}]`).join(' ')}`]);
         }
       }
+      const positionOf = new Map<number, number>();
+      {
+        const seen = new Map<number, number>();
+        for (const [sequence, , answer] of record.published) {
+          if (answer < 0) continue;
+          const position = seen.get(answer) ?? 0;
+          seen.set(answer, position + 1);
+          positionOf.set(sequence, position);
+        }
+      }
+      if (process.env.FANOUT_TAIL) {
+        const own = [...firstLast.values()].map(([first, last]) => last - first).sort((a, b) => a - b);
+        spreadsByRun.push(`r${r} ${round(percentile(own, 50), 1)}/${round(own[own.length - 1] ?? 0, 1)}`);
+      }
       for (const [sequence, [first, last]] of firstLast) {
         spreads.push(last - first);
+        if (process.env.FANOUT_TAIL) {
+          const position = positionOf.get(sequence) ?? -1;
+          let list = spreadsByPosition.get(position);
+          if (!list) spreadsByPosition.set(position, (list = []));
+          list.push(last - first);
+        }
         if (process.env.FANOUT_TAIL) {
           const [firstWatcher, lastWatcher] = whoFirstLast.get(sequence)!;
           spreadDiag.push([last - first, sequence, r, firstWatcher, lastWatcher, first - publishedOf.get(sequence)!]);
@@ -523,6 +576,19 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
       console.log(`LATE ${kind} ${size}: ` + late.slice(0, Math.ceil(late.length / 100)).map(([ms, seq, run]) => `${round(ms, 2)}@${seq}r${run}`).join(' '));
       spreadDiag.sort((a, b) => b[0] - a[0]);
       if (size > 1) console.log(`SPREAD ${kind} ${size}: ` + spreadDiag.slice(0, Math.ceil(spreadDiag.length / 100)).map(([ms, seq, run, first, last, lead]) => `${round(ms, 2)}@${seq}r${run} w${first}→w${last} (+${round(lead, 2)})`).join(' '));
+      if (size > 1)
+        console.log(
+          `BYPOS ${kind} ${size}: ` +
+            [...spreadsByPosition]
+              .sort((a, b) => a[0] - b[0])
+              .map(([position, list]) => {
+                list.sort((a, b) => a - b);
+                return `#${position} ${round(percentile(list, 50), 2)}/${round(percentile(list, 99), 2)} (${list.length})`;
+              })
+              .join(' '),
+        );
+      if (size > 1) console.log(`BYRUN ${kind} ${size}: ${spreadsByRun.join(' ')}`);
+      console.log(`RUNCPU ${kind} ${size} (server/clients ms): ${runCosts.join(' ')}`);
       readingDiag.sort((a, b) => b[0] - a[0]);
       if (readingDiag.length > 0) console.log(`READING ${kind} ${size}: ` + readingDiag.slice(0, Math.ceil(readingDiag.length / 100)).map(([, text]) => text).join(' '));
       console.log(`TAIL ${kind} ${size}: ` + tailDiag.slice(0, Math.ceil(tailDiag.length / 100)).map(([h, seq, lat, run]) => `${round(h, 2)}@${seq}r${run}(${round(lat, 1)})`).join(' '));
@@ -635,7 +701,7 @@ export async function runRunsFanout(): Promise<{ rows: FanoutRow[]; perTurn: Mea
     const servers = { service, baseline };
     const measureOn = async (kind: Kind, size: number) => {
       if (kind === 'baseline') await planBaseline();
-      return measure(kind, servers[kind], size, client, clientProcesses, unwatchedPool);
+      return measure(kind, servers[kind], size, client, clientProcesses, unwatchedPool, steps.length - replaySequence);
     };
     // Not counted: both servers warmed up alike, so that what is measured is their steady state (see WARMUP_SIZES).
     for (const size of warmupSizes) for (const kind of ['service', 'baseline'] as const) await measureOn(kind, size);
