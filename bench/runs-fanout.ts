@@ -542,8 +542,9 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
           readingDiag.push([spread, `${round(spread, 2)}@${sequence}r${r} ${perProcess.map(([first, last]) => `[${round(first, 1)}, ${round(last, 1)}]`).join(' ')}`]);
         }
       }
+      /** FANOUT_TAIL: each live step's place after the answer it follows (0: the first step after it). */
       const positionOf = new Map<number, number>();
-      {
+      if (process.env.FANOUT_TAIL) {
         const seen = new Map<number, number>();
         for (const [sequence, , answer] of record.published) {
           if (answer < 0) continue;
@@ -551,8 +552,6 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
           seen.set(answer, position + 1);
           positionOf.set(sequence, position);
         }
-      }
-      if (process.env.FANOUT_TAIL) {
         const own = [...firstLast.values()].map(([first, last]) => last - first).sort((a, b) => a - b);
         spreadsByRun.push(`r${r} ${round(percentile(own, 50), 1)}/${round(own[own.length - 1] ?? 0, 1)}`);
       }
@@ -563,8 +562,6 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
           let list = spreadsByPosition.get(position);
           if (!list) spreadsByPosition.set(position, (list = []));
           list.push(last - first);
-        }
-        if (process.env.FANOUT_TAIL) {
           const [firstWatcher, lastWatcher] = whoFirstLast.get(sequence)!;
           spreadDiag.push([last - first, sequence, r, firstWatcher, lastWatcher, first - publishedOf.get(sequence)!]);
         }
@@ -678,6 +675,10 @@ export async function runRunsFanout(): Promise<{ rows: FanoutRow[]; perTurn: Mea
   const clientProcesses = Number(process.env.CLIENT_PROCESSES ?? os.availableParallelism());
   if (!Number.isInteger(clientProcesses) || clientProcesses < 1) throw new Error('CLIENT_PROCESSES must be a positive integer');
   if (sizes.some((size) => !Number.isInteger(size) || size < 1 || size > 5000)) throw new Error('SIZES must be integers 1..5000');
+  if (!Number.isInteger(warmupRuns) || warmupRuns < 1) throw new Error('FANOUT_WARMUP_RUNS must be a positive integer (fresh client processes are slow for their first runs)');
+  for (const [size, runs] of runsOverride) {
+    if (!Number.isInteger(size) || !Number.isInteger(runs) || runs < 1) throw new Error('FANOUT_RUNS must be <size>:<runs> pairs of positive integers (e.g. 100:40,1000:12)');
+  }
   const env = { ROUNDS: String(rounds), DELAY_MS: String(delayMs) };
   pin(process.pid, clientCpus);
   const service = await startServer('runs-fanout-service.js', env);
