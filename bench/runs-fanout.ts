@@ -16,7 +16,7 @@
  * IPC (the sample with the smallest round trip).
  *
  * A measurement (one server, one audience size): the clients connect and
- * watch FANOUT_WARMUP_RUNS warm-up runs (3) to their end (not counted), then
+ * watch FANOUT_WARMUP_RUNS warm-up runs (5) to their end (not counted), then
  * runsAt(size) measured runs one after the other (60 at 1; from 10 watchers on,
  * enough for 1,000 live steps, 27 with the default run — a p99 of steps, and
  * paired CPU readings that a stray run does not move), each subscribed while
@@ -261,12 +261,20 @@ const runsOverride = new Map((process.env.FANOUT_RUNS ?? '').split(',').filter(B
 
 /**
  * Runs the clients watch after subscribing, before the measured ones (not counted). Each measurement starts
- * fresh client processes: their CPU per run fell from some 185 ms to 45 ms only by the fourth run (100
+ * fresh client processes: their CPU per run fell from some 185 ms to 45 ms only by the fourth or fifth run (100
  * watchers; the service's own CPU per run from 140–170 ms to 50–90 ms), and with one warm-up run the first
  * two measured runs' spreads (p50 8.9 and 4.9 ms against 1.6–2.7 ms after) made most of the service's
- * worst 1 % (2026-12-01).
+ * worst 1 % (2026-12-01). Five since 2026-12-02 (see settleBeforeRun).
  */
-const warmupRuns = Number(process.env.FANOUT_WARMUP_RUNS ?? 3);
+const warmupRuns = Number(process.env.FANOUT_WARMUP_RUNS ?? 5);
+
+/**
+ * The warm-up run before which the server's memory is read (a forced collection and half a second idle) and the
+ * clocks are related: early, so that the runs after it warm up again before the measured ones. Read right before
+ * the first measured run (until 2026-12-02), it made that run the measurement's slowest: at 100 watchers its
+ * client CPU was 82–108 ms against 39–54 ms for the run after it, and its spread p50 4–8.5 ms against about 2.
+ */
+const settleBeforeRun = Math.min(1, warmupRuns - 1);
 
 /** Measured runs at `size` watchers for runs of `liveSteps` live steps: 60 at 1 watcher (for the latency's p99), else enough for MIN_STEPS_PER_MEASUREMENT steps. */
 function runsAt(size: number, liveSteps: number): number {
@@ -438,12 +446,12 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
     for (const [index, runId] of prepared.runIds.entries()) {
       const ready = await clients.next('ready');
       if ((ready.failed ?? 0) > 0) errors.add(`${ready.failed} clients did not subscribe: ${(ready.errors ?? []).join('; ')}`);
-      if (index === warmupRuns) {
+      if (index === settleBeforeRun) {
         await sleep(500);
         if (size >= 100) memoryKbPerSubscriber = round(((await request(link, { type: 'memory' }, 'memory')).bytes - before) / size / 1024, 1);
         await clients.syncClock();
-        subscribed = ready.ready ?? 0;
       }
+      if (index === warmupRuns) subscribed = ready.ready ?? 0;
       const atOpen = await request(link, { type: 'cpu', label: 'watched-open' }, 'cpu');
       // The baseline replays every recorded timing in turn for the watched runs, and the same one for the unwatched
       // run paired with each. (Left to take the next in turn, watched and unwatched runs alternated, so the watched

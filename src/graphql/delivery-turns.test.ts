@@ -1,7 +1,10 @@
 import type { IncomingMessage } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import WebSocket, { WebSocketServer } from 'ws';
-import { DeliveryTurns, HELD_BYTES_LIMIT, nextFrame, textFrame } from './trace-fanout';
+import { DeliveryTurns, HELD_BYTES_LIMIT, SMALL_AUDIENCE, nextFrame, textFrame } from './trace-fanout';
+
+/** An audience whose chain's first live frame is written at once (see SMALL_AUDIENCE). */
+const LARGE = SMALL_AUDIENCE + 1;
 
 interface Peer {
   /** The server's side of the connection. */
@@ -126,12 +129,12 @@ describe('DeliveryTurns', () => {
       const turns = new DeliveryTurns(1);
       const [busy, other] = peers as [Peer, Peer];
       expect(turns.accepts(busy.socket, busy.tcp)).toBe(true);
-      turns.push(busy.socket, busy.tcp, textFrame('live 1'), 'step 1');
+      turns.push(busy.socket, busy.tcp, textFrame('live 1'), 'step 1', LARGE);
       // The chain's first live frame is not corked: on its way before the chain of work settles.
       expect(busy.tcp.writableLength).toBe(0);
       const reply = turns.send(busy.socket, busy.tcp, textFrame('reply'));
-      turns.push(other.socket, other.tcp, textFrame('other'), 'step 2');
-      turns.push(busy.socket, busy.tcp, textFrame('live 2'), 'step 3');
+      turns.push(other.socket, other.tcp, textFrame('other'), 'step 2', LARGE);
+      turns.push(busy.socket, busy.tcp, textFrame('live 2'), 'step 3', LARGE);
       expect(turns.waitingCount).toBe(3);
       await reply;
       await settle();
@@ -142,22 +145,22 @@ describe('DeliveryTurns', () => {
     }
   });
 
-  it('writes a socket\'s first live frame of a chain of work at once, and corks the ones the same chain adds after it', async () => {
+  it('for a large audience, writes a socket\'s first live frame of a chain of work at once, and corks the ones the same chain adds after it', async () => {
     const { peers, close } = await connect(2);
     try {
       const turns = new DeliveryTurns(1024);
       const [watcher, other] = peers as [Peer, Peer];
-      turns.push(watcher.socket, watcher.tcp, textFrame('answer'), 'step 1');
+      turns.push(watcher.socket, watcher.tcp, textFrame('answer'), 'step 1', LARGE);
       // The provider's answer leaves at once, for every watcher.
       expect(watcher.tcp.writableCorked).toBe(0);
       expect(watcher.tcp.writableLength).toBe(0);
-      turns.push(other.socket, other.tcp, textFrame('answer'), 'step 1');
+      turns.push(other.socket, other.tcp, textFrame('answer'), 'step 1', LARGE);
       expect(other.tcp.writableCorked).toBe(0);
       // What the same chain stores after it waits for the chain to settle, then leaves in one write.
-      turns.push(watcher.socket, watcher.tcp, textFrame('tool'), 'step 2');
+      turns.push(watcher.socket, watcher.tcp, textFrame('tool'), 'step 2', LARGE);
       expect(watcher.tcp.writableCorked).toBe(1);
       await Promise.resolve();
-      turns.push(watcher.socket, watcher.tcp, textFrame('request'), 'step 3');
+      turns.push(watcher.socket, watcher.tcp, textFrame('request'), 'step 3', LARGE);
       expect(watcher.tcp.writableCorked).toBe(1);
       expect(watcher.tcp.writableLength).toBeGreaterThan(0);
       await settle();
@@ -165,11 +168,67 @@ describe('DeliveryTurns', () => {
       expect(watcher.received).toEqual(['answer', 'tool', 'request']);
       expect(other.received).toEqual(['answer']);
       // The next chain's first frame goes at once again.
-      turns.push(watcher.socket, watcher.tcp, textFrame('next answer'), 'step 4');
+      turns.push(watcher.socket, watcher.tcp, textFrame('next answer'), 'step 4', LARGE);
       expect(watcher.tcp.writableCorked).toBe(0);
       expect(watcher.tcp.writableLength).toBe(0);
       await settle();
       expect(watcher.received).toEqual(['answer', 'tool', 'request', 'next answer']);
+    } finally {
+      await close();
+    }
+  });
+
+  it('for a single watcher, corks every live frame a chain of work writes to its socket: they leave in one write once it settles', async () => {
+    const { peers, close } = await connect(2);
+    try {
+      const turns = new DeliveryTurns(1024);
+      const [watcher, other] = peers as [Peer, Peer];
+      turns.push(watcher.socket, watcher.tcp, textFrame('answer'), 'step 1', 1);
+      turns.push(other.socket, other.tcp, textFrame('answer'), 'step 1', 1);
+      // Nothing is written inside the chain: the run's loop goes on at once.
+      expect(watcher.tcp.writableCorked).toBe(1);
+      expect(other.tcp.writableCorked).toBe(1);
+      turns.push(watcher.socket, watcher.tcp, textFrame('tool'), 'step 2', 1);
+      // Steps the chain stores after an await are still part of it.
+      await Promise.resolve();
+      turns.push(watcher.socket, watcher.tcp, textFrame('request'), 'step 3', 1);
+      expect(watcher.tcp.writableCorked).toBe(1);
+      expect(watcher.tcp.writableLength).toBeGreaterThan(0);
+      await eventually(() => watcher.received.length === 3 && other.received.length === 1);
+      expect(watcher.tcp.writableCorked).toBe(0);
+      expect(watcher.received).toEqual(['answer', 'tool', 'request']);
+      expect(watcher.reads()).toBe(1);
+      expect(other.received).toEqual(['answer']);
+      // The next chain (here: a timer's) is corked and written as one again.
+      setTimeout(() => {
+        turns.push(watcher.socket, watcher.tcp, textFrame('next answer'), 'step 4', 1);
+        turns.push(watcher.socket, watcher.tcp, textFrame('next tool'), 'step 5', 1);
+      }, 0);
+      await eventually(() => watcher.received.length === 5);
+      expect(watcher.received).toEqual(['answer', 'tool', 'request', 'next answer', 'next tool']);
+      expect(watcher.reads()).toBe(2);
+    } finally {
+      await close();
+    }
+  });
+
+  it('for a small audience (2 to SMALL_AUDIENCE watchers), writes every live frame at once, uncorked', async () => {
+    const { peers, close } = await connect(2);
+    try {
+      const turns = new DeliveryTurns(1024);
+      for (const audience of [2, SMALL_AUDIENCE]) {
+        const [watcher, other] = peers as [Peer, Peer];
+        const before = watcher.received.length;
+        turns.push(watcher.socket, watcher.tcp, textFrame(`answer ${audience}`), `step 1 of ${audience}`, audience);
+        turns.push(other.socket, other.tcp, textFrame(`answer ${audience}`), `step 1 of ${audience}`, audience);
+        turns.push(watcher.socket, watcher.tcp, textFrame(`tool ${audience}`), `step 2 of ${audience}`, audience);
+        // Each step on its way before the chain goes on: nothing held in a cork.
+        expect(watcher.tcp.writableCorked).toBe(0);
+        expect(watcher.tcp.writableLength).toBe(0);
+        expect(other.tcp.writableCorked).toBe(0);
+        await eventually(() => watcher.received.length === before + 2);
+        expect(watcher.received.slice(before)).toEqual([`answer ${audience}`, `tool ${audience}`]);
+      }
     } finally {
       await close();
     }
@@ -181,14 +240,14 @@ describe('DeliveryTurns', () => {
       // Room for one socket's write per turn.
       const turns = new DeliveryTurns(1);
       const step = { sequence: 7 };
-      for (const peer of peers) turns.push(peer.socket, peer.tcp, textFrame('step 7'), step);
+      for (const peer of peers) turns.push(peer.socket, peer.tcp, textFrame('step 7'), step, LARGE);
       expect(turns.waitingCount).toBe(0);
       const next = { sequence: 8 };
-      for (const peer of peers) turns.push(peer.socket, peer.tcp, textFrame('step 8'), next);
+      for (const peer of peers) turns.push(peer.socket, peer.tcp, textFrame('step 8'), next, LARGE);
       expect(turns.waitingCount).toBe(6);
       // Something else (a reply) while the step's frames wait: they stay in line, the step does not jump it.
       const reply = turns.send(peers[0]!.socket, peers[0]!.tcp, textFrame('reply'));
-      turns.push(peers[1]!.socket, peers[1]!.tcp, textFrame('step 8 again'), next);
+      turns.push(peers[1]!.socket, peers[1]!.tcp, textFrame('step 8 again'), next, LARGE);
       expect(turns.waitingCount).toBe(8);
       await reply;
       await settle();
@@ -205,7 +264,7 @@ describe('DeliveryTurns', () => {
     try {
       const turns = new DeliveryTurns(1);
       const [full, closed] = peers as [Peer, Peer];
-      turns.push(full.socket, full.tcp, textFrame('first'), 'step 1');
+      turns.push(full.socket, full.tcp, textFrame('first'), 'step 1', LARGE);
       void turns.send(full.socket, full.tcp, textFrame('x'.repeat(HELD_BYTES_LIMIT)));
       expect(turns.accepts(full.socket, full.tcp)).toBe(false);
       closed.socket.terminate();
@@ -264,14 +323,14 @@ describe('DeliveryTurns', () => {
       const turns = new DeliveryTurns(1);
       const frame = textFrame('y'.repeat(256 * 1024));
       // One frame per turn: the rest wait and are written in later turns, by then past HELD_BYTES_LIMIT.
-      for (let step = 0; step < 40; step += 1) turns.push(peer.socket, peer.tcp, frame, `step ${step}`);
+      for (let step = 0; step < 40; step += 1) turns.push(peer.socket, peer.tcp, frame, `step ${step}`, LARGE);
       await eventually(() => turns.waitingCount === 0 && peer.tcp.writableLength > HELD_BYTES_LIMIT, 10_000);
       // The connection fails under the pending writes (as on a reset): Node destroys the TCP socket, and ws
       // learns of it only from the socket's events, a tick later. A live step published in between is
       // written to the destroyed socket past HELD_BYTES_LIMIT, and that write fails.
       peer.tcp.destroy();
       expect(peer.socket.readyState).toBe(peer.socket.OPEN);
-      turns.push(peer.socket, peer.tcp, frame, 'step 40');
+      turns.push(peer.socket, peer.tcp, frame, 'step 40', LARGE);
       await settle();
       raw.destroy();
       expect(unhandled).toEqual([]);
@@ -290,7 +349,7 @@ describe('DeliveryTurns', () => {
       const texts = ['', 'a'.repeat(125), 'a'.repeat(126), 'b'.repeat(65_535), 'c'.repeat(65_536), 'Grüße, €, 😀 and \u0000'];
       for (const text of texts) await turns.send(peer.socket, peer.tcp, textFrame(text));
       const payload = Buffer.from('{"data":{"step":"é"}}');
-      turns.push(peer.socket, peer.tcp, nextFrame(Buffer.from('{"id":"1","type":"next","payload":'), payload), payload);
+      turns.push(peer.socket, peer.tcp, nextFrame(Buffer.from('{"id":"1","type":"next","payload":'), payload), payload, LARGE);
       await eventually(() => peer.received.length === texts.length + 1);
       expect(peer.received).toEqual([...texts, '{"id":"1","type":"next","payload":{"data":{"step":"é"}}}']);
     } finally {

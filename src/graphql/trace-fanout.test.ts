@@ -349,6 +349,51 @@ describe('createSharedSubscribe with a live trace (direct delivery)', () => {
     expect(written).toEqual([['{"data":{"live":{"n":5}}}'], ['{"data":{"live":{"n":5}}}'], ['{"data":{"live":{"n":5}}}']]);
     expect(resolved).toBe(1);
   });
+  it('tells the target how many subscriptions of the group take live steps: its audience, until each one ends', async () => {
+    const sources = [liveSource(), liveSource(), liveSource()];
+    let opened = 0;
+    const audiences: number[][] = [[], [], []];
+    const targets = audiences.map((list) => ({ accepts: () => true, write: (_payload: unknown, audience: number) => list.push(audience), fail: () => undefined }));
+    const schema = new GraphQLSchema({
+      query: new GraphQLObjectType({ name: 'Query', fields: { ok: { type: GraphQLInt } } }),
+      subscription: new GraphQLObjectType({
+        name: 'Subscription',
+        fields: {
+          live: {
+            type: new GraphQLObjectType({ name: 'Step', fields: { n: { type: GraphQLInt } } }),
+            subscribe: () => sources[opened++]!.source,
+            resolve: (event: unknown) => event,
+          },
+        },
+      }),
+    });
+    // Two identical subscriptions (one group) and one with another document (a group of its own).
+    const documents = ['subscription { live { n } }', 'subscription { live { n } }', 'subscription Other { live { n } }'];
+    const argsList = documents.map((text) => ({ schema, document: parse(text), contextValue: {} }));
+    const byArgs = new Map<object, (typeof targets)[number]>(argsList.map((args, index) => [args, targets[index]!]));
+    const subscribe = createSharedSubscribe({ contextKey: () => null, finish: (result) => result }, (args) => byArgs.get(args) ?? null);
+    const iterators: AsyncIterator<ExecutionResult>[] = [];
+    for (const args of argsList) iterators.push(((await subscribe(args)) as AsyncIterable<ExecutionResult>)[Symbol.asyncIterator]());
+    const first = { n: 1 };
+    for (const { publish } of sources) publish(first);
+    expect(audiences).toEqual([[2], [2], [1]]);
+    // The first subscription is completed (graphql-ws calls return()); its group is one smaller.
+    await iterators[0]!.return!();
+    const second = { n: 2 };
+    for (const { publish } of sources.slice(1)) publish(second);
+    expect(audiences).toEqual([[2], [2, 1], [1, 1]]);
+    // A source that ends leaves its group as well; a new subscription of that text starts a group of one.
+    sources[1]!.end();
+    await expect(iterators[1]!.next()).resolves.toEqual({ value: undefined, done: true });
+    const again = liveSource();
+    sources.push(again);
+    const latest: number[] = [];
+    const args = { schema, document: parse(documents[0]!), contextValue: {} };
+    byArgs.set(args, { accepts: () => true, write: (_payload: unknown, audience: number) => latest.push(audience), fail: () => undefined });
+    await subscribe(args);
+    again.publish({ n: 3 });
+    expect(latest).toEqual([1]);
+  });
 });
 
 describe('expandPreSerialized', () => {
