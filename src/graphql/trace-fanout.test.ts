@@ -1,6 +1,6 @@
 import { EventEmitter, on } from 'node:events';
 import { compileQuery } from 'graphql-jit';
-import { execute, GraphQLError, GraphQLInt, GraphQLNonNull, GraphQLObjectType, GraphQLSchema, GraphQLString, parse, type ExecutionResult } from 'graphql';
+import { execute, GraphQLError, GraphQLInt, type GraphQLFieldConfigMap, GraphQLNonNull, GraphQLObjectType, GraphQLSchema, GraphQLString, parse, type ExecutionResult } from 'graphql';
 import { COMPILE_AFTER_EVENTS, createSharedSubscribe, expandPreSerialized, isPreSerialized, preSerialized } from './trace-fanout';
 
 // The real compiler, counted.
@@ -269,18 +269,22 @@ describe('createSharedSubscribe with a live trace (direct delivery)', () => {
     return { source, publish, end };
   }
 
+  /** A schema over a Step with `n` and an asynchronously resolved `slow`, whose subscription takes `source`. */
   function schemaOver(source: object) {
+    return schemaOverEach([{ source }], { n: { type: GraphQLInt }, slow: { type: GraphQLInt, resolve: async (step: { n: number }) => step.n } });
+  }
+
+  /** A schema whose subscriptions take the sources one after the other, over a Step with these fields. */
+  function schemaOverEach(sources: readonly { source: object }[], fields: GraphQLFieldConfigMap<{ n: number }, unknown>) {
+    let opened = 0;
     return new GraphQLSchema({
       query: new GraphQLObjectType({ name: 'Query', fields: { ok: { type: GraphQLInt } } }),
       subscription: new GraphQLObjectType({
         name: 'Subscription',
         fields: {
           live: {
-            type: new GraphQLObjectType({
-              name: 'Step',
-              fields: { n: { type: GraphQLInt }, slow: { type: GraphQLInt, resolve: async (step: { n: number }) => step.n } },
-            }),
-            subscribe: () => source,
+            type: new GraphQLObjectType({ name: 'Step', fields }),
+            subscribe: () => sources[opened++]!.source,
             resolve: (event: unknown) => event,
           },
         },
@@ -322,23 +326,10 @@ describe('createSharedSubscribe with a live trace (direct delivery)', () => {
 
   it('builds each event once for every identical subscription, and writes it to all of them', async () => {
     const sources = [liveSource(), liveSource(), liveSource()];
-    let opened = 0;
     const written: string[][] = [[], [], []];
     const targets = written.map((list) => ({ accepts: () => true, write: (payload: { json: string }) => list.push(payload.json), fail: () => undefined }));
     let resolved = 0;
-    const schema = new GraphQLSchema({
-      query: new GraphQLObjectType({ name: 'Query', fields: { ok: { type: GraphQLInt } } }),
-      subscription: new GraphQLObjectType({
-        name: 'Subscription',
-        fields: {
-          live: {
-            type: new GraphQLObjectType({ name: 'Step', fields: { n: { type: GraphQLInt, resolve: (step: { n: number }) => ((resolved += 1), step.n) } } }),
-            subscribe: () => sources[opened++]!.source,
-            resolve: (event: unknown) => event,
-          },
-        },
-      }),
-    });
+    const schema = schemaOverEach(sources, { n: { type: GraphQLInt, resolve: (step: { n: number }) => ((resolved += 1), step.n) } });
     const argsList = targets.map(() => ({ schema, document: parse('subscription { live { n } }'), contextValue: {} }));
     const byArgs = new Map<object, (typeof targets)[number]>(argsList.map((args, index) => [args, targets[index]!]));
     const subscribe = createSharedSubscribe({ contextKey: () => null, finish: (result) => result }, (args) => byArgs.get(args) ?? null);
@@ -349,24 +340,12 @@ describe('createSharedSubscribe with a live trace (direct delivery)', () => {
     expect(written).toEqual([['{"data":{"live":{"n":5}}}'], ['{"data":{"live":{"n":5}}}'], ['{"data":{"live":{"n":5}}}']]);
     expect(resolved).toBe(1);
   });
+
   it('tells the target how many subscriptions of the group take live steps: its audience, until each one ends', async () => {
     const sources = [liveSource(), liveSource(), liveSource()];
-    let opened = 0;
     const audiences: number[][] = [[], [], []];
     const targets = audiences.map((list) => ({ accepts: () => true, write: (_payload: unknown, audience: number) => list.push(audience), fail: () => undefined }));
-    const schema = new GraphQLSchema({
-      query: new GraphQLObjectType({ name: 'Query', fields: { ok: { type: GraphQLInt } } }),
-      subscription: new GraphQLObjectType({
-        name: 'Subscription',
-        fields: {
-          live: {
-            type: new GraphQLObjectType({ name: 'Step', fields: { n: { type: GraphQLInt } } }),
-            subscribe: () => sources[opened++]!.source,
-            resolve: (event: unknown) => event,
-          },
-        },
-      }),
-    });
+    const schema = schemaOverEach(sources, { n: { type: GraphQLInt } });
     // Two identical subscriptions (one group) and one with another document (a group of its own).
     const documents = ['subscription { live { n } }', 'subscription { live { n } }', 'subscription Other { live { n } }'];
     const argsList = documents.map((text) => ({ schema, document: parse(text), contextValue: {} }));
