@@ -228,9 +228,9 @@ const WRITE_COST = 8;
  * createSharedSubscribe):
  * - one watcher: all of them in one write when the chain settles. The loop does not wait for a
  *   write inside its chain and the reader is woken once a round; with nobody else watching there
- *   is no spread to keep (runs-fanout, 2026-12-02, two runs: p99 0.87× and 0.84× the baseline's,
- *   CPU per delivery 0.61× and 0.74×; with the answer written at once 1.05× and 1.05×, with every
- *   step written at once 1.08× and 0.96×);
+ *   is no spread to keep (runs-fanout, 2026-12-02, three runs: p99 0.87×, 0.84× and 1.06× the
+ *   baseline's, CPU per delivery 0.61×, 0.74× and 0.84×; one run each with the answer written at
+ *   once: p99 1.05×, CPU 1.05×, and with every step written at once: p99 1.08×, CPU 0.96×);
  * - up to SMALL_AUDIENCE watchers: each step at once, on its own. A step's fan-out is short, and
  *   steps that share a write share their delays: with the chain corked together at 10 watchers, one
  *   reader woken late made four steps late, and the spread p99 was 1.02–1.85× the baseline's in
