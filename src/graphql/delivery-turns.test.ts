@@ -62,7 +62,7 @@ describe('DeliveryTurns', () => {
       const turns = new DeliveryTurns(64);
       const [peer] = peers as [Peer];
       for (const message of ['one', 'two', 'three', 'four']) await turns.send(peer.socket, peer.tcp, textFrame(message));
-      await settle();
+      await eventually(() => peer.received.length === 4);
       expect(peer.received).toEqual(['one', 'two', 'three', 'four']);
       expect(peer.reads()).toBe(1);
     } finally {
@@ -88,7 +88,7 @@ describe('DeliveryTurns', () => {
       expect(order[0]).toBe('sent 0');
       expect(order.indexOf('timer')).toBeLessThan(order.indexOf('sent 10'));
       expect(order.filter((entry) => entry !== 'timer')).toEqual(peers.map((_peer, index) => `sent ${index}`));
-      await settle();
+      await eventually(() => peers.every((peer) => peer.received.length === 1));
       expect(peers.map((peer) => peer.received)).toEqual(peers.map((_peer, index) => [`m${index}`]));
     } finally {
       await close();
@@ -113,7 +113,7 @@ describe('DeliveryTurns', () => {
       sends.forEach((send, index) => void send.then(() => order.push(['f1', 's1', 't1', 's2', 'f2'][index]!)));
       await Promise.all(sends);
       expect(order).toEqual(['f1', 's1', 's2', 't1', 'f2']);
-      await settle();
+      await eventually(() => second.received.length === 2 && first.received.length === 2 && third.received.length === 1);
       expect(second.received).toEqual(['s1', 's2']);
       expect(second.reads()).toBe(1);
       expect(first.received).toEqual(['f1', 'f2']);
@@ -137,7 +137,7 @@ describe('DeliveryTurns', () => {
       turns.push(busy.socket, busy.tcp, textFrame('live 2'), 'step 3', LARGE);
       expect(turns.waitingCount).toBe(3);
       await reply;
-      await settle();
+      await eventually(() => busy.received.length === 3 && other.received.length === 1);
       expect(busy.received).toEqual(['live 1', 'reply', 'live 2']);
       expect(other.received).toEqual(['other']);
     } finally {
@@ -163,7 +163,7 @@ describe('DeliveryTurns', () => {
       turns.push(watcher.socket, watcher.tcp, textFrame('request'), 'step 3', LARGE);
       expect(watcher.tcp.writableCorked).toBe(1);
       expect(watcher.tcp.writableLength).toBeGreaterThan(0);
-      await settle();
+      await eventually(() => watcher.received.length === 3 && other.received.length === 1);
       expect(watcher.tcp.writableCorked).toBe(0);
       expect(watcher.received).toEqual(['answer', 'tool', 'request']);
       expect(other.received).toEqual(['answer']);
@@ -171,7 +171,7 @@ describe('DeliveryTurns', () => {
       turns.push(watcher.socket, watcher.tcp, textFrame('next answer'), 'step 4', LARGE);
       expect(watcher.tcp.writableCorked).toBe(0);
       expect(watcher.tcp.writableLength).toBe(0);
-      await settle();
+      await eventually(() => watcher.received.length === 4);
       expect(watcher.received).toEqual(['answer', 'tool', 'request', 'next answer']);
     } finally {
       await close();
@@ -250,7 +250,7 @@ describe('DeliveryTurns', () => {
       turns.push(peers[1]!.socket, peers[1]!.tcp, textFrame('step 8 again'), next, LARGE);
       expect(turns.waitingCount).toBe(8);
       await reply;
-      await settle();
+      await eventually(() => peers[0]!.received.length === 3 && peers[1]!.received.length === 3 && peers.slice(2).every((peer) => peer.received.length === 2));
       expect(peers[0]!.received).toEqual(['step 7', 'step 8', 'reply']);
       expect(peers[1]!.received).toEqual(['step 7', 'step 8', 'step 8 again']);
       for (const peer of peers.slice(2)) expect(peer.received).toEqual(['step 7', 'step 8']);
@@ -294,7 +294,7 @@ describe('DeliveryTurns', () => {
       expect(states).toEqual(['small', 'big']);
       await Promise.all([small, big, after]);
       expect(states).toEqual(['small', 'big', 'after']);
-      await settle();
+      await eventually(() => peer.received.length === 3);
       expect(peer.received.map((message) => message.slice(0, 5))).toEqual(['small', 'xxxxx', 'after']);
     } finally {
       await close();
