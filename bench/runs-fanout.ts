@@ -58,7 +58,7 @@
  * spread as `ms@sequence r run w<first>→w<last> (+published → first receipt ms)` (SPREAD; watchers numbered in
  * the order the client processes hold them), with every client process's first and last receipt of those
  * steps after publishing as `ms@sequence r run [first, last] …` (READING, one window per process), the
- * spread's p50/p99 by the step's place after its answer (BYPOS: #0 the first step that follows it), every
+ * spread's p50/p99 by the step's place after its answer (BYPOS: #0 the first step that follows it), published → received by sequence (BYSEQ), every
  * measured run's spread p50/max (BYRUN) and every run's server and client CPU in ms (RUNCPU, w: warm-up);
  * FANOUT_RUNS=<size>:<runs>,… and FANOUT_WARMUP_RUNS=<n> for other run counts;
  * FANOUT_CLIENT_NODE_ARGS for the client processes' Node flags (e.g. --trace-gc, --cpu-prof);
@@ -596,6 +596,18 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
       console.log(`RUNCPU ${kind} ${size} (server/clients ms): ${runCosts.join(' ')}`);
       readingDiag.sort((a, b) => b[0] - a[0]);
       if (readingDiag.length > 0) console.log(`READING ${kind} ${size}: ` + readingDiag.slice(0, Math.ceil(readingDiag.length / 100)).map(([, text]) => text).join(' '));
+      const bySequence = new Map<number, number[]>();
+      for (const [handOver, sequence] of tailDiag) (bySequence.get(sequence) ?? bySequence.set(sequence, []).get(sequence)!).push(handOver);
+      console.log(
+        `BYSEQ ${kind} ${size} (published → received p50/p90/max ms): ` +
+          [...bySequence]
+            .sort((a, b) => a[0] - b[0])
+            .map(([sequence, list]) => {
+              list.sort((a, b) => a - b);
+              return `${sequence} ${round(percentile(list, 50), 2)}/${round(percentile(list, 90), 2)}/${round(list[list.length - 1]!, 2)}`;
+            })
+            .join(' '),
+      );
       console.log(`TAIL ${kind} ${size}: ` + tailDiag.slice(0, Math.ceil(tailDiag.length / 100)).map(([h, seq, lat, run]) => `${round(h, 2)}@${seq}r${run}(${round(lat, 1)})`).join(' '));
     }
     latencies.sort((a, b) => a - b);

@@ -178,45 +178,11 @@ describe('DeliveryTurns', () => {
     }
   });
 
-  it('for a single watcher, corks every live frame a chain of work writes to its socket: they leave in one write once it settles', async () => {
+  it('for a small audience (1 to SMALL_AUDIENCE watchers), writes every live frame at once, uncorked', async () => {
     const { peers, close } = await connect(2);
     try {
       const turns = new DeliveryTurns(1024);
-      const [watcher, other] = peers as [Peer, Peer];
-      turns.push(watcher.socket, watcher.tcp, textFrame('answer'), 'step 1', 1);
-      turns.push(other.socket, other.tcp, textFrame('answer'), 'step 1', 1);
-      // Nothing is written inside the chain: the run's loop goes on at once.
-      expect(watcher.tcp.writableCorked).toBe(1);
-      expect(other.tcp.writableCorked).toBe(1);
-      turns.push(watcher.socket, watcher.tcp, textFrame('tool'), 'step 2', 1);
-      // Steps the chain stores after an await are still part of it.
-      await Promise.resolve();
-      turns.push(watcher.socket, watcher.tcp, textFrame('request'), 'step 3', 1);
-      expect(watcher.tcp.writableCorked).toBe(1);
-      expect(watcher.tcp.writableLength).toBeGreaterThan(0);
-      await eventually(() => watcher.received.length === 3 && other.received.length === 1);
-      expect(watcher.tcp.writableCorked).toBe(0);
-      expect(watcher.received).toEqual(['answer', 'tool', 'request']);
-      expect(watcher.reads()).toBe(1);
-      expect(other.received).toEqual(['answer']);
-      // The next chain (here: a timer's) is corked and written as one again.
-      setTimeout(() => {
-        turns.push(watcher.socket, watcher.tcp, textFrame('next answer'), 'step 4', 1);
-        turns.push(watcher.socket, watcher.tcp, textFrame('next tool'), 'step 5', 1);
-      }, 0);
-      await eventually(() => watcher.received.length === 5);
-      expect(watcher.received).toEqual(['answer', 'tool', 'request', 'next answer', 'next tool']);
-      expect(watcher.reads()).toBe(2);
-    } finally {
-      await close();
-    }
-  });
-
-  it('for a small audience (2 to SMALL_AUDIENCE watchers), writes every live frame at once, uncorked', async () => {
-    const { peers, close } = await connect(2);
-    try {
-      const turns = new DeliveryTurns(1024);
-      for (const audience of [2, SMALL_AUDIENCE]) {
+      for (const audience of [1, 2, SMALL_AUDIENCE]) {
         const [watcher, other] = peers as [Peer, Peer];
         const before = watcher.received.length;
         turns.push(watcher.socket, watcher.tcp, textFrame(`answer ${audience}`), `step 1 of ${audience}`, audience);
@@ -336,6 +302,33 @@ describe('DeliveryTurns', () => {
       expect(unhandled).toEqual([]);
     } finally {
       process.off('unhandledRejection', onUnhandled);
+      await close();
+    }
+  });
+
+  it('builds a live frame around the payload it shares with every watcher, and writes it whole, corked or not', async () => {
+    const { peers, close } = await connect(2);
+    try {
+      const turns = new DeliveryTurns(1024);
+      const prefixes = peers.map((_peer, index) => Buffer.from(`{"id":"${index + 1}","type":"next","payload":`));
+      // One payload per length encoding of the whole frame (7-bit, 16-bit, 64-bit).
+      const payloads = [60, 1_000, 70_000].map((size) => Buffer.from(`{"data":{"step":"${'x'.repeat(size)}é"}}`));
+      for (const [index, payload] of payloads.entries()) {
+        const step = { sequence: index + 1 };
+        for (const [p, peer] of peers.entries()) {
+          const frame = nextFrame(prefixes[p]!, payload) as Buffer[];
+          // Only the head (header and prefix) is the watcher's own; the payload is the same buffer for all.
+          expect(frame[1]).toBe(payload);
+          // The first frame of the chain leaves at once, the others join the socket's cork.
+          turns.push(peer.socket, peer.tcp, frame, step, LARGE);
+          expect(peer.tcp.writableCorked).toBe(index === 0 ? 0 : 1);
+        }
+      }
+      await eventually(() => peers.every((peer) => peer.received.length === payloads.length));
+      for (const [p, peer] of peers.entries()) {
+        expect(peer.received).toEqual(payloads.map((payload) => `{"id":"${p + 1}","type":"next","payload":${payload.toString()}}`));
+      }
+    } finally {
       await close();
     }
   });

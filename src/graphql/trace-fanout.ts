@@ -49,9 +49,10 @@
  *    larger writes, and a step reaches all its watchers within one pass.
  *    The live steps one chain of the run's work stores (the provider's
  *    answer, the tool's result, the next request) leave by audience (see
- *    `SMALL_AUDIENCE`): a single watcher's in one write when the chain
- *    settles; up to 32 watchers', each at once; a larger audience's answer
- *    at once and the rest of its chain corked after it.
+ *    `SMALL_AUDIENCE`): up to 32 watchers', one included, each at once; a
+ *    larger audience's answer at once and the rest of its chain corked
+ *    after it. A live frame shares its payload's bytes with every other
+ *    watcher's (see `nextFrame`).
  *    A sender goes on at once while little is buffered for its socket, and
  *    waits for the write once `HELD_BYTES_LIMIT` is: a slow reader holds back
  *    only its own subscription, whose bounded queue then reports lag.
@@ -226,15 +227,15 @@ const WRITE_COST = 8;
  * How a chain of work's live steps (the provider's answer, then the tool's result and the next
  * request, stored one after the other) are written, by the number of watchers of one group (see
  * createSharedSubscribe):
- * - one watcher: all of them in one write when the chain settles. The loop does not wait for a
- *   write inside its chain and the reader is woken once a round; with nobody else watching there
- *   is no spread to keep (runs-fanout, 2026-12-02, three runs: p99 0.87×, 0.84× and 1.06× the
- *   baseline's, CPU per delivery 0.61×, 0.74× and 0.84×; one run each with the answer written at
- *   once: p99 1.05×, CPU 1.05×, and with every step written at once: p99 1.08×, CPU 0.96×);
- * - up to SMALL_AUDIENCE watchers: each step at once, on its own. A step's fan-out is short, and
- *   steps that share a write share their delays: with the chain corked together at 10 watchers, one
- *   reader woken late made four steps late, and the spread p99 was 1.02–1.85× the baseline's in
- *   seven turns of eight, against 0.75–0.87× in three turns of every step written at once;
+ * - up to SMALL_AUDIENCE watchers, one included: each step at once, on its own. A step held for the
+ *   rest of its chain waits for whatever that chain does after it: corked, a single watcher's steps
+ *   reached its client 0.3–0.6 ms later than the baseline's at the median, and the run's final
+ *   answer, held behind the work that ends the run, 2 ms later (runs-fanout BYSEQ, 2026-12-02). Each
+ *   written at once, the p99 was 0.79–0.90× the baseline's in three turns, against 0.81–1.23× corked;
+ *   a step's fan-out is short, and steps that share a write share their delays: with the chain
+ *   corked together at 10 watchers, one reader woken late made four steps late, and the spread p99
+ *   was 1.02–1.85× the baseline's in seven turns of eight, against 0.75–0.87× in three turns of
+ *   every step written at once;
  * - more: the answer at once, the rest of its chain corked after it (one write for them). The
  *   answer's fan-out outlasts the chain, and the chain's other steps then leave in half the writes.
  */
@@ -242,9 +243,19 @@ export const SMALL_AUDIENCE = 32;
 /** Bytes a socket may have waiting before its sender waits for them to be written. */
 export const HELD_BYTES_LIMIT = 64 * 1024;
 
+/** A whole WebSocket frame: one buffer, or its parts in order (written together, see `write`). */
+export type Frame = Buffer | readonly Buffer[];
+
+function frameBytes(frame: Frame): number {
+  if (!Array.isArray(frame)) return (frame as Buffer).length;
+  let bytes = 0;
+  for (const part of frame) bytes += part.length;
+  return bytes;
+}
+
 interface Waiting {
   /** A whole WebSocket frame. */
-  frame: Buffer;
+  frame: Frame;
   /** The sender waiting for this frame (null for an offered live step). */
   done: ((error?: unknown) => void) | null;
 }
@@ -280,7 +291,7 @@ export class DeliveryTurns {
   constructor(private readonly framesPerTurn: number) {}
 
   /** Writes a frame (see textFrame), now or in a later turn; resolves when the sender may send its next one. */
-  send(socket: WebSocket, tcp: Socket, frame: Buffer): Promise<void> {
+  send(socket: WebSocket, tcp: Socket, frame: Frame): Promise<void> {
     if (this.mayWriteNow()) return this.writeOne(socket, tcp, frame);
     return new Promise((resolve, reject) => this.enqueue(socket, tcp, { frame, done: (error) => (error ? reject(error) : resolve()) }));
   }
@@ -299,10 +310,10 @@ export class DeliveryTurns {
    * the turn's budget, so that it reaches its whole audience in one pass (split, its last watchers
    * would wait behind the run's work for the next turn). The budget then holds back the steps after it.
    */
-  push(socket: WebSocket, tcp: Socket, frame: Buffer, step: unknown, audience: number): void {
+  push(socket: WebSocket, tcp: Socket, frame: Frame, step: unknown, audience: number): void {
     if (this.mayWriteNow() || (step === this.stepOfTurn && this.head === this.ring.length)) {
       this.stepOfTurn = step;
-      if (audience === 1 || (audience > SMALL_AUDIENCE && this.firstInChain.has(tcp))) {
+      if (audience > SMALL_AUDIENCE && this.firstInChain.has(tcp)) {
         dropOnFailure(this.writeOne(socket, tcp, frame));
         return;
       }
@@ -338,7 +349,7 @@ export class DeliveryTurns {
       this.ring.push(backlog);
     }
     backlog.frames.push(waiting);
-    backlog.bytes += waiting.frame.length;
+    backlog.bytes += frameBytes(waiting.frame);
   }
 
   private openTurn(): void {
@@ -374,7 +385,7 @@ export class DeliveryTurns {
     }
   };
 
-  private writeOne(socket: WebSocket, tcp: Socket, frame: Buffer): Promise<void> {
+  private writeOne(socket: WebSocket, tcp: Socket, frame: Frame): Promise<void> {
     this.spentThisTurn += 1;
     if (!tcp.destroyed && !this.corked.has(tcp)) {
       this.spentThisTurn += WRITE_COST - 1;
@@ -425,13 +436,25 @@ function dropOnFailure(written: Promise<void>): void {
  * buffer and one write, where ws's `send` encodes the text, frames it in two
  * pieces and corks the socket around them.
  */
-function write(socket: WebSocket, tcp: Socket, frame: Buffer): Promise<void> {
+function write(socket: WebSocket, tcp: Socket, frame: Frame): Promise<void> {
   if (socket.readyState !== socket.OPEN) return RESOLVED;
-  if (tcp.writableLength < HELD_BYTES_LIMIT) {
-    tcp.write(frame);
+  const waits = tcp.writableLength >= HELD_BYTES_LIMIT;
+  if (Array.isArray(frame)) {
+    // Corked, the parts join the socket's buffer as they are; otherwise they leave as one buffer, in one plain write.
+    if (tcp.writableCorked === 0) return write(socket, tcp, Buffer.concat(frame as Buffer[]));
+    const last = frame.length - 1;
+    for (let i = 0; i < last; i += 1) tcp.write(frame[i]!);
+    return waits ? writeAndWait(tcp, frame[last]!) : (tcp.write(frame[last]!), RESOLVED);
+  }
+  if (!waits) {
+    tcp.write(frame as Buffer);
     return RESOLVED;
   }
-  return new Promise((resolve, reject) => tcp.write(frame, (error) => (error ? reject(error) : resolve())));
+  return writeAndWait(tcp, frame as Buffer);
+}
+
+function writeAndWait(tcp: Socket, buffer: Buffer): Promise<void> {
+  return new Promise((resolve, reject) => tcp.write(buffer, (error) => (error ? reject(error) : resolve())));
 }
 
 /** The header of an unmasked, unfragmented text frame (RFC 6455 §5.2) of `length` bytes, written into `frame`; returns its size. */
@@ -462,20 +485,19 @@ export function textFrame(text: string): Buffer {
   return frame;
 }
 
-const CLOSING_BRACE = 0x7d;
+const CLOSING_BRACE = Buffer.from('}');
 
 /**
- * A subscription's `next` message as a frame: its `prefix` (`{"id":…,"payload":`), the payload's
- * UTF-8 bytes (encoded once per event and group, see PreSerialized.bytes) and the closing brace.
+ * A subscription's `next` message as a frame in three parts: the frame header with the subscription's
+ * `prefix` (`{"id":…,"payload":`), the payload's UTF-8 bytes and the closing brace. The payload is the
+ * buffer encoded once per event and group (see PreSerialized.bytes) and the brace one buffer for all:
+ * every watcher's frame shares them, and only its small head is its own.
  */
-export function nextFrame(prefix: Buffer, payload: Buffer): Buffer {
+export function nextFrame(prefix: Buffer, payload: Buffer): Frame {
   const length = prefix.length + payload.length + 1;
-  const frame = Buffer.allocUnsafe(headerSize(length) + length);
-  let offset = writeFrameHeader(frame, length);
-  offset += prefix.copy(frame, offset);
-  offset += payload.copy(frame, offset);
-  frame[offset] = CLOSING_BRACE;
-  return frame;
+  const head = Buffer.allocUnsafe(headerSize(length) + prefix.length);
+  prefix.copy(head, writeFrameHeader(head, length));
+  return [head, payload, CLOSING_BRACE];
 }
 
 /** Where a subscription's live steps can be written directly (see serveSubscriptions). */
