@@ -178,11 +178,45 @@ describe('DeliveryTurns', () => {
     }
   });
 
-  it('for a small audience (1 to SMALL_AUDIENCE watchers), writes every live frame at once, uncorked', async () => {
+  it('for a single watcher, corks every live frame a chain of work writes to its socket: they leave in one write once it settles', async () => {
     const { peers, close } = await connect(2);
     try {
       const turns = new DeliveryTurns(1024);
-      for (const audience of [1, 2, SMALL_AUDIENCE]) {
+      const [watcher, other] = peers as [Peer, Peer];
+      turns.push(watcher.socket, watcher.tcp, textFrame('answer'), 'step 1', 1);
+      turns.push(other.socket, other.tcp, textFrame('answer'), 'step 1', 1);
+      // Nothing is written inside the chain: the run's loop goes on at once.
+      expect(watcher.tcp.writableCorked).toBe(1);
+      expect(other.tcp.writableCorked).toBe(1);
+      turns.push(watcher.socket, watcher.tcp, textFrame('tool'), 'step 2', 1);
+      // Steps the chain stores after an await are still part of it.
+      await Promise.resolve();
+      turns.push(watcher.socket, watcher.tcp, textFrame('request'), 'step 3', 1);
+      expect(watcher.tcp.writableCorked).toBe(1);
+      expect(watcher.tcp.writableLength).toBeGreaterThan(0);
+      await eventually(() => watcher.received.length === 3 && other.received.length === 1);
+      expect(watcher.tcp.writableCorked).toBe(0);
+      expect(watcher.received).toEqual(['answer', 'tool', 'request']);
+      expect(watcher.reads()).toBe(1);
+      expect(other.received).toEqual(['answer']);
+      // The next chain (here: a timer's) is corked and written as one again.
+      setTimeout(() => {
+        turns.push(watcher.socket, watcher.tcp, textFrame('next answer'), 'step 4', 1);
+        turns.push(watcher.socket, watcher.tcp, textFrame('next tool'), 'step 5', 1);
+      }, 0);
+      await eventually(() => watcher.received.length === 5);
+      expect(watcher.received).toEqual(['answer', 'tool', 'request', 'next answer', 'next tool']);
+      expect(watcher.reads()).toBe(2);
+    } finally {
+      await close();
+    }
+  });
+
+  it('for a small audience (2 to SMALL_AUDIENCE watchers), writes every live frame at once, uncorked', async () => {
+    const { peers, close } = await connect(2);
+    try {
+      const turns = new DeliveryTurns(1024);
+      for (const audience of [2, SMALL_AUDIENCE]) {
         const [watcher, other] = peers as [Peer, Peer];
         const before = watcher.received.length;
         turns.push(watcher.socket, watcher.tcp, textFrame(`answer ${audience}`), `step 1 of ${audience}`, audience);

@@ -49,10 +49,10 @@
  *    larger writes, and a step reaches all its watchers within one pass.
  *    The live steps one chain of the run's work stores (the provider's
  *    answer, the tool's result, the next request) leave by audience (see
- *    `SMALL_AUDIENCE`): up to 32 watchers', one included, each at once; a
- *    larger audience's answer at once and the rest of its chain corked
- *    after it. A live frame shares its payload's bytes with every other
- *    watcher's (see `nextFrame`).
+ *    `SMALL_AUDIENCE`): a single watcher's in one write when the chain
+ *    settles; up to 32 watchers', each at once; a larger audience's answer
+ *    at once and the rest of its chain corked after it. A live frame shares
+ *    its payload's bytes with every other watcher's (see `nextFrame`).
  *    A sender goes on at once while little is buffered for its socket, and
  *    waits for the write once `HELD_BYTES_LIMIT` is: a slow reader holds back
  *    only its own subscription, whose bounded queue then reports lag.
@@ -227,15 +227,17 @@ const WRITE_COST = 8;
  * How a chain of work's live steps (the provider's answer, then the tool's result and the next
  * request, stored one after the other) are written, by the number of watchers of one group (see
  * createSharedSubscribe):
- * - up to SMALL_AUDIENCE watchers, one included: each step at once, on its own. A step held for the
- *   rest of its chain waits for whatever that chain does after it: corked, a single watcher's steps
- *   reached its client 0.3–0.6 ms later than the baseline's at the median, and the run's final
- *   answer, held behind the work that ends the run, 2 ms later (runs-fanout BYSEQ, 2026-12-02). Each
- *   written at once, the p99 was 0.79–0.90× the baseline's in three turns, against 0.81–1.23× corked;
- *   a step's fan-out is short, and steps that share a write share their delays: with the chain
- *   corked together at 10 watchers, one reader woken late made four steps late, and the spread p99
- *   was 1.02–1.85× the baseline's in seven turns of eight, against 0.75–0.87× in three turns of
- *   every step written at once;
+ * - one watcher: all of them in one write when the chain settles. The loop does not wait for a
+ *   write inside its chain and the reader is woken once a round; with nobody else watching there
+ *   is no spread to keep. A step then waits for what its chain does after it: 0.3–0.6 ms at the
+ *   median, and 2 ms for the run's final answer, held behind the work that ends the run
+ *   (runs-fanout BYSEQ, 2026-12-02). Written at once instead, the steps reached the client sooner
+ *   but the writes inside the chain slowed the loop as much: p99 0.79–1.24× the baseline's in eight
+ *   turns, against 0.81–1.23× corked, and CPU per delivery 0.78–1.52×, against 0.49–0.84×;
+ * - up to SMALL_AUDIENCE watchers: each step at once, on its own. A step's fan-out is short, and
+ *   steps that share a write share their delays: with the chain corked together at 10 watchers, one
+ *   reader woken late made four steps late, and the spread p99 was 1.02–1.85× the baseline's in
+ *   seven turns of eight, against 0.75–0.87× in three turns of every step written at once;
  * - more: the answer at once, the rest of its chain corked after it (one write for them). The
  *   answer's fan-out outlasts the chain, and the chain's other steps then leave in half the writes.
  */
@@ -313,7 +315,7 @@ export class DeliveryTurns {
   push(socket: WebSocket, tcp: Socket, frame: Frame, step: unknown, audience: number): void {
     if (this.mayWriteNow() || (step === this.stepOfTurn && this.head === this.ring.length)) {
       this.stepOfTurn = step;
-      if (audience > SMALL_AUDIENCE && this.firstInChain.has(tcp)) {
+      if (audience === 1 || (audience > SMALL_AUDIENCE && this.firstInChain.has(tcp))) {
         dropOnFailure(this.writeOne(socket, tcp, frame));
         return;
       }
