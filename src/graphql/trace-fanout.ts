@@ -232,8 +232,9 @@ const WRITE_COST = 8;
  *   is no spread to keep. A step then waits for what its chain does after it: 0.3–0.6 ms at the
  *   median, and 2 ms for the run's final answer, held behind the work that ends the run
  *   (runs-fanout BYSEQ, 2026-12-02). Written at once instead, the steps reached the client sooner
- *   but the writes inside the chain slowed the loop as much: p99 0.79–1.24× the baseline's in eight
- *   turns, against 0.81–1.23× corked, and CPU per delivery 0.78–1.52×, against 0.49–0.84×;
+ *   but the writes inside the chain slowed the loop as much: p99 0.76–1.30× the baseline's in eleven
+ *   turns, against 0.81–1.23× in eight turns corked, and CPU per delivery 0.78–1.69×, against
+ *   0.49–0.80× in three turns corked and 0.84× in a five-turn run;
  * - up to SMALL_AUDIENCE watchers: each step at once, on its own. A step's fan-out is short, and
  *   steps that share a write share their delays: with the chain corked together at 10 watchers, one
  *   reader woken late made four steps late, and the spread p99 was 1.02–1.85× the baseline's in
