@@ -340,33 +340,6 @@ describe('DeliveryTurns', () => {
     }
   });
 
-  it('builds a live frame around the payload it shares with every watcher, and writes it whole, corked or not', async () => {
-    const { peers, close } = await connect(2);
-    try {
-      const turns = new DeliveryTurns(1024);
-      const prefixes = peers.map((_peer, index) => Buffer.from(`{"id":"${index + 1}","type":"next","payload":`));
-      // One payload per length encoding of the whole frame (7-bit, 16-bit, 64-bit).
-      const payloads = [60, 1_000, 70_000].map((size) => Buffer.from(`{"data":{"step":"${'x'.repeat(size)}é"}}`));
-      for (const [index, payload] of payloads.entries()) {
-        const step = { sequence: index + 1 };
-        for (const [p, peer] of peers.entries()) {
-          const frame = nextFrame(prefixes[p]!, payload) as Buffer[];
-          // Only the head (header and prefix) is the watcher's own; the payload is the same buffer for all.
-          expect(frame[1]).toBe(payload);
-          // The first frame of the chain leaves at once, the others join the socket's cork.
-          turns.push(peer.socket, peer.tcp, frame, step, LARGE);
-          expect(peer.tcp.writableCorked).toBe(index === 0 ? 0 : 1);
-        }
-      }
-      await eventually(() => peers.every((peer) => peer.received.length === payloads.length));
-      for (const [p, peer] of peers.entries()) {
-        expect(peer.received).toEqual(payloads.map((payload) => `{"id":"${p + 1}","type":"next","payload":${payload.toString()}}`));
-      }
-    } finally {
-      await close();
-    }
-  });
-
   it('writes frames that a WebSocket client reads as the texts they carry, at every length encoding and in UTF-8', async () => {
     const { peers, close } = await connect(1);
     const [peer] = peers as [Peer];

@@ -51,8 +51,7 @@
  *    answer, the tool's result, the next request) leave by audience (see
  *    `SMALL_AUDIENCE`): a single watcher's in one write when the chain
  *    settles; up to 32 watchers', each at once; a larger audience's answer
- *    at once and the rest of its chain corked after it. A live frame shares
- *    its payload's bytes with every other watcher's (see `nextFrame`).
+ *    at once and the rest of its chain corked after it.
  *    A sender goes on at once while little is buffered for its socket, and
  *    waits for the write once `HELD_BYTES_LIMIT` is: a slow reader holds back
  *    only its own subscription, whose bounded queue then reports lag.
@@ -233,8 +232,8 @@ const WRITE_COST = 8;
  *   median, and 2 ms for the run's final answer, held behind the work that ends the run
  *   (runs-fanout BYSEQ, 2026-12-02). Written at once instead, the steps reached the client sooner
  *   but the writes inside the chain slowed the loop as much: p99 0.76–1.30× the baseline's in eleven
- *   turns, against 0.81–1.23× in eight turns corked, and CPU per delivery 0.78–1.69×, against
- *   0.49–0.80× in three turns corked and 0.84× in a five-turn run;
+ *   turns, against 0.81–1.23× in thirteen turns corked, and CPU per delivery 0.78–1.69×, against
+ *   0.49–1.12×;
  * - up to SMALL_AUDIENCE watchers: each step at once, on its own. A step's fan-out is short, and
  *   steps that share a write share their delays: with the chain corked together at 10 watchers, one
  *   reader woken late made four steps late, and the spread p99 was 1.02–1.85× the baseline's in
@@ -246,19 +245,9 @@ export const SMALL_AUDIENCE = 32;
 /** Bytes a socket may have waiting before its sender waits for them to be written. */
 export const HELD_BYTES_LIMIT = 64 * 1024;
 
-/** A whole WebSocket frame: one buffer, or its parts in order (written together, see `write`). */
-export type Frame = Buffer | readonly Buffer[];
-
-function frameBytes(frame: Frame): number {
-  if (!Array.isArray(frame)) return (frame as Buffer).length;
-  let bytes = 0;
-  for (const part of frame) bytes += part.length;
-  return bytes;
-}
-
 interface Waiting {
   /** A whole WebSocket frame. */
-  frame: Frame;
+  frame: Buffer;
   /** The sender waiting for this frame (null for an offered live step). */
   done: ((error?: unknown) => void) | null;
 }
@@ -294,7 +283,7 @@ export class DeliveryTurns {
   constructor(private readonly framesPerTurn: number) {}
 
   /** Writes a frame (see textFrame), now or in a later turn; resolves when the sender may send its next one. */
-  send(socket: WebSocket, tcp: Socket, frame: Frame): Promise<void> {
+  send(socket: WebSocket, tcp: Socket, frame: Buffer): Promise<void> {
     if (this.mayWriteNow()) return this.writeOne(socket, tcp, frame);
     return new Promise((resolve, reject) => this.enqueue(socket, tcp, { frame, done: (error) => (error ? reject(error) : resolve()) }));
   }
@@ -313,7 +302,7 @@ export class DeliveryTurns {
    * the turn's budget, so that it reaches its whole audience in one pass (split, its last watchers
    * would wait behind the run's work for the next turn). The budget then holds back the steps after it.
    */
-  push(socket: WebSocket, tcp: Socket, frame: Frame, step: unknown, audience: number): void {
+  push(socket: WebSocket, tcp: Socket, frame: Buffer, step: unknown, audience: number): void {
     if (this.mayWriteNow() || (step === this.stepOfTurn && this.head === this.ring.length)) {
       this.stepOfTurn = step;
       if (audience === 1 || (audience > SMALL_AUDIENCE && this.firstInChain.has(tcp))) {
@@ -352,7 +341,7 @@ export class DeliveryTurns {
       this.ring.push(backlog);
     }
     backlog.frames.push(waiting);
-    backlog.bytes += frameBytes(waiting.frame);
+    backlog.bytes += waiting.frame.length;
   }
 
   private openTurn(): void {
@@ -388,7 +377,7 @@ export class DeliveryTurns {
     }
   };
 
-  private writeOne(socket: WebSocket, tcp: Socket, frame: Frame): Promise<void> {
+  private writeOne(socket: WebSocket, tcp: Socket, frame: Buffer): Promise<void> {
     this.spentThisTurn += 1;
     if (!tcp.destroyed && !this.corked.has(tcp)) {
       this.spentThisTurn += WRITE_COST - 1;
@@ -439,25 +428,13 @@ function dropOnFailure(written: Promise<void>): void {
  * buffer and one write, where ws's `send` encodes the text, frames it in two
  * pieces and corks the socket around them.
  */
-function write(socket: WebSocket, tcp: Socket, frame: Frame): Promise<void> {
+function write(socket: WebSocket, tcp: Socket, frame: Buffer): Promise<void> {
   if (socket.readyState !== socket.OPEN) return RESOLVED;
-  const waits = tcp.writableLength >= HELD_BYTES_LIMIT;
-  if (Array.isArray(frame)) {
-    // Corked, the parts join the socket's buffer as they are; otherwise they leave as one buffer, in one plain write.
-    if (tcp.writableCorked === 0) return write(socket, tcp, Buffer.concat(frame as Buffer[]));
-    const last = frame.length - 1;
-    for (let i = 0; i < last; i += 1) tcp.write(frame[i]!);
-    return waits ? writeAndWait(tcp, frame[last]!) : (tcp.write(frame[last]!), RESOLVED);
-  }
-  if (!waits) {
-    tcp.write(frame as Buffer);
+  if (tcp.writableLength < HELD_BYTES_LIMIT) {
+    tcp.write(frame);
     return RESOLVED;
   }
-  return writeAndWait(tcp, frame as Buffer);
-}
-
-function writeAndWait(tcp: Socket, buffer: Buffer): Promise<void> {
-  return new Promise((resolve, reject) => tcp.write(buffer, (error) => (error ? reject(error) : resolve())));
+  return new Promise((resolve, reject) => tcp.write(frame, (error) => (error ? reject(error) : resolve())));
 }
 
 /** The header of an unmasked, unfragmented text frame (RFC 6455 §5.2) of `length` bytes, written into `frame`; returns its size. */
@@ -488,19 +465,20 @@ export function textFrame(text: string): Buffer {
   return frame;
 }
 
-const CLOSING_BRACE = Buffer.from('}');
+const CLOSING_BRACE = 0x7d;
 
 /**
- * A subscription's `next` message as a frame in three parts: the frame header with the subscription's
- * `prefix` (`{"id":…,"payload":`), the payload's UTF-8 bytes and the closing brace. The payload is the
- * buffer encoded once per event and group (see PreSerialized.bytes) and the brace one buffer for all:
- * every watcher's frame shares them, and only its small head is its own.
+ * A subscription's `next` message as a frame: its `prefix` (`{"id":…,"payload":`), the payload's
+ * UTF-8 bytes (encoded once per event and group, see PreSerialized.bytes) and the closing brace.
  */
-export function nextFrame(prefix: Buffer, payload: Buffer): Frame {
+export function nextFrame(prefix: Buffer, payload: Buffer): Buffer {
   const length = prefix.length + payload.length + 1;
-  const head = Buffer.allocUnsafe(headerSize(length) + prefix.length);
-  prefix.copy(head, writeFrameHeader(head, length));
-  return [head, payload, CLOSING_BRACE];
+  const frame = Buffer.allocUnsafe(headerSize(length) + length);
+  let offset = writeFrameHeader(frame, length);
+  offset += prefix.copy(frame, offset);
+  offset += payload.copy(frame, offset);
+  frame[offset] = CLOSING_BRACE;
+  return frame;
 }
 
 /** Where a subscription's live steps can be written directly (see serveSubscriptions). */
