@@ -58,8 +58,9 @@
  * spread as `ms@sequence r run w<first>→w<last> (+published → first receipt ms)` (SPREAD; watchers numbered in
  * the order the client processes hold them), with every client process's first and last receipt of those
  * steps after publishing as `ms@sequence r run [first, last] …` (READING, one window per process), the
- * spread's p50/p99 by the step's place after its answer (BYPOS: #0 the first step that follows it), published → received by sequence (BYSEQ), every
- * measured run's spread p50/max (BYRUN) and every run's server and client CPU in ms (RUNCPU, w: warm-up);
+ * spread's p50/p99 by the step's place after its answer (BYPOS: #0 the first step that follows it),
+ * published → received p50/p90/max by sequence (BYSEQ), every measured run's spread p50/max (BYRUN) and
+ * every run's server and client CPU in ms (RUNCPU, w: warm-up);
  * FANOUT_RUNS=<size>:<runs>,… and FANOUT_WARMUP_RUNS=<n> for other run counts;
  * FANOUT_CLIENT_NODE_ARGS for the client processes' Node flags (e.g. --trace-gc, --cpu-prof);
  * FANOUT_PIN=1 to run the servers on one CPU and everything else on the others, see `pinned`;
@@ -597,7 +598,11 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
       readingDiag.sort((a, b) => b[0] - a[0]);
       if (readingDiag.length > 0) console.log(`READING ${kind} ${size}: ` + readingDiag.slice(0, Math.ceil(readingDiag.length / 100)).map(([, text]) => text).join(' '));
       const bySequence = new Map<number, number[]>();
-      for (const [handOver, sequence] of tailDiag) (bySequence.get(sequence) ?? bySequence.set(sequence, []).get(sequence)!).push(handOver);
+      for (const [handOver, sequence] of tailDiag) {
+        const list = bySequence.get(sequence);
+        if (list) list.push(handOver);
+        else bySequence.set(sequence, [handOver]);
+      }
       console.log(
         `BYSEQ ${kind} ${size} (published → received p50/p90/max ms): ` +
           [...bySequence]

@@ -11,12 +11,6 @@ import { ScriptedProvider, gate } from '../runs/scripted-provider';
 
 const LEASE = { RUN_LEASE_SECONDS: '3' };
 
-async function ok<T>(server: ServerProcess, query: string, variables?: Record<string, unknown>): Promise<T> {
-  const result = await server.gql<T>(query, variables);
-  if (result.errors?.length || !result.data) throw new Error(`GraphQL errors: ${JSON.stringify(result.errors)}`);
-  return result.data;
-}
-
 interface RunView {
   status: string;
   finalContent: string | null;
@@ -29,8 +23,7 @@ interface RunView {
 async function waitForEnd(server: ServerProcess, id: string, timeoutMs = 30_000): Promise<RunView> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const { run } = await ok<{ run: RunView }>(
-      server,
+    const { run } = await server.ok<{ run: RunView }>(
       'query($id: ID!) { run(id: $id) { status finalContent releaseLabel release { id } snippetVersions { identifier version } steps { sequence kind messagesSent { role content } } } }',
       { id },
     );
@@ -63,34 +56,34 @@ describe.each(testDialects)('a release run taken over after a crash (%s)', (dial
     const providerId = uniqueIdentifier('prov');
     const modelId = uniqueIdentifier('model');
     const configuration = uniqueIdentifier('conf');
-    await ok(first, 'mutation($input: CreateProviderInput!) { createProvider(input: $input) { uid } }', {
+    await first.ok('mutation($input: CreateProviderInput!) { createProvider(input: $input) { uid } }', {
       input: { identifier: providerId, name: 'Scripted', adapterType: 'custom', endpointUrl: provider.url, apiKey: 'test-key', maxRetries: 0 },
     });
-    await ok(first, 'mutation($input: CreateModelInput!) { createModel(input: $input) { uid } }', { input: { identifier: modelId, name: 'M', provider: providerId, modelId: 'scripted' } });
+    await first.ok('mutation($input: CreateModelInput!) { createModel(input: $input) { uid } }', { input: { identifier: modelId, name: 'M', provider: providerId, modelId: 'scripted' } });
     const snippet = (
-      await ok<{ createSnippet: { uid: number; identifier: string } }>(first, 'mutation($input: CreateSnippetInput!) { createSnippet(input: $input) { uid identifier } }', {
+      await first.ok<{ createSnippet: { uid: number; identifier: string } }>('mutation($input: CreateSnippetInput!) { createSnippet(input: $input) { uid identifier } }', {
         input: { identifier: uniqueIdentifier('snip'), name: 'Tone', snippet: 'Frozen words.', tags: [tag] },
       })
     ).createSnippet;
-    const created = await ok<{ createConfiguration: { uid: number } }>(first, 'mutation($input: CreateConfigurationInput!) { createConfiguration(input: $input) { uid } }', {
+    const created = await first.ok<{ createConfiguration: { uid: number } }>('mutation($input: CreateConfigurationInput!) { createConfiguration(input: $input) { uid } }', {
       input: { identifier: configuration, name: 'C', model: modelId, systemPrompt: 'Released prompt.', snippetTags: [tag], temperature: 0.4 },
     });
     const release = (
-      await ok<{ publishConfiguration: { id: string; effectiveSystemPrompt: string } }>(first, 'mutation($c: String!) { publishConfiguration(identifier: $c, label: "production") { id effectiveSystemPrompt } }', {
+      await first.ok<{ publishConfiguration: { id: string; effectiveSystemPrompt: string } }>('mutation($c: String!) { publishConfiguration(identifier: $c, label: "production") { id effectiveSystemPrompt } }', {
         c: configuration,
       })
     ).publishConfiguration;
 
     provider.script({ text: 'never sent', gate: gate().promise }, { text: 'Finished after the restart.', usage: { prompt: 3, completion: 4 } });
-    const started = await ok<{ startRun: { id: string } }>(first, 'mutation($input: StartRunInput!) { startRun(input: $input) { id } }', {
+    const started = await first.ok<{ startRun: { id: string } }>('mutation($input: StartRunInput!) { startRun(input: $input) { id } }', {
       input: { configuration, prompt: 'hello', tools: [], label: 'production' },
     });
     await provider.waitForRequest(1);
 
     // While the call is in flight: edits through GraphQL and in the table, and the label moves.
-    await ok(first, 'mutation($uid: Int!) { updateConfiguration(uid: $uid, input: { systemPrompt: "Edited prompt.", temperature: 1.2 }) { uid } }', { uid: created.createConfiguration.uid });
+    await first.ok('mutation($uid: Int!) { updateConfiguration(uid: $uid, input: { systemPrompt: "Edited prompt.", temperature: 1.2 }) { uid } }', { uid: created.createConfiguration.uid });
     await database.query('UPDATE tx_nrllm_promptsnippet SET snippet = ?, tstamp = ? WHERE uid = ?', ['Edited in TYPO3.', Math.floor(Date.now() / 1000) + 1, snippet.uid]);
-    const moved = (await ok<{ publishConfiguration: { id: string } }>(first, 'mutation($c: String!) { publishConfiguration(identifier: $c, label: "production") { id } }', { c: configuration })).publishConfiguration;
+    const moved = (await first.ok<{ publishConfiguration: { id: string } }>('mutation($c: String!) { publishConfiguration(identifier: $c, label: "production") { id } }', { c: configuration })).publishConfiguration;
     expect(moved.id).not.toBe(release.id);
     await first.kill();
 

@@ -29,27 +29,20 @@ interface Step {
 
 const STEP = 'sequence kind round toolResult status terminationReason resentAfterTakeover';
 
-async function ok<T>(server: ServerProcess, query: string, variables?: Record<string, unknown>): Promise<T> {
-  const result = await server.gql<T>(query, variables);
-  if (result.errors?.length || !result.data) throw new Error(`GraphQL errors: ${JSON.stringify(result.errors)}`);
-  return result.data;
-}
-
 async function setupRun(server: ServerProcess, provider: ScriptedProvider): Promise<string> {
   const providerId = uniqueIdentifier('prov');
   const modelId = uniqueIdentifier('model');
   const configuration = uniqueIdentifier('conf');
-  await ok(server, 'mutation($input: CreateProviderInput!) { createProvider(input: $input) { uid } }', {
+  await server.ok('mutation($input: CreateProviderInput!) { createProvider(input: $input) { uid } }', {
     input: { identifier: providerId, name: 'Scripted', adapterType: 'custom', endpointUrl: provider.url, apiKey: 'test-key', maxRetries: 0 },
   });
-  await ok(server, 'mutation($input: CreateModelInput!) { createModel(input: $input) { uid } }', { input: { identifier: modelId, name: 'M', provider: providerId, modelId: 'scripted' } });
-  await ok(server, 'mutation($input: CreateConfigurationInput!) { createConfiguration(input: $input) { uid } }', { input: { identifier: configuration, name: 'C', model: modelId } });
+  await server.ok('mutation($input: CreateModelInput!) { createModel(input: $input) { uid } }', { input: { identifier: modelId, name: 'M', provider: providerId, modelId: 'scripted' } });
+  await server.ok('mutation($input: CreateConfigurationInput!) { createConfiguration(input: $input) { uid } }', { input: { identifier: configuration, name: 'C', model: modelId } });
   return configuration;
 }
 
 async function runOf(server: ServerProcess, id: string): Promise<{ status: string; terminationReason: string | null; finalContent: string | null; steps: Step[] }> {
-  const data = await ok<{ run: { status: string; terminationReason: string | null; finalContent: string | null; steps: Step[] } }>(
-    server,
+  const data = await server.ok<{ run: { status: string; terminationReason: string | null; finalContent: string | null; steps: Step[] } }>(
     `query($id: ID!) { run(id: $id) { status terminationReason finalContent steps { ${STEP} } } }`,
     { id },
   );
@@ -112,7 +105,7 @@ describe.each(testDialects)('run takeover after a crash (%s)', (dialect) => {
       { text: 'never sent', gate: gate().promise },
       { text: 'Finished after the restart.', usage: { prompt: 3, completion: 4 } },
     );
-    const started = await ok<{ startRun: { id: string } }>(first, 'mutation($input: StartRunInput!) { startRun(input: $input) { id } }', { input: { configuration, prompt: 'hello', tools: [] } });
+    const started = await first.ok<{ startRun: { id: string } }>('mutation($input: StartRunInput!) { startRun(input: $input) { id } }', { input: { configuration, prompt: 'hello', tools: [] } });
     const id = started.startRun.id;
     await provider.waitForRequest(1);
     await first.kill();
@@ -142,7 +135,7 @@ describe.each(testDialects)('run takeover after a crash (%s)', (dialect) => {
       { text: 'An answer the frozen owner reads only after it is let go.', gate: late.promise, usage: { prompt: 1, completion: 1 } },
       { text: 'Finished by the survivor.', usage: { prompt: 3, completion: 4 } },
     );
-    const started = await ok<{ startRun: { id: string } }>(owner, 'mutation($input: StartRunInput!) { startRun(input: $input) { id } }', { input: { configuration, prompt: 'hello', tools: [] } });
+    const started = await owner.ok<{ startRun: { id: string } }>('mutation($input: StartRunInput!) { startRun(input: $input) { id } }', { input: { configuration, prompt: 'hello', tools: [] } });
     const id = started.startRun.id;
     await provider.waitForRequest(1);
     owner.pause();
@@ -184,7 +177,7 @@ describe.each(testDialects)('run takeover after a crash (%s)', (dialect) => {
       { text: 'held', gate: gate().promise },
       { text: 'The answer is 42.', usage: { prompt: 5, completion: 5 } },
     );
-    const started = await ok<{ startRun: { id: string } }>(owner, 'mutation($input: StartRunInput!) { startRun(input: $input) { id } }', { input: { configuration, prompt: 'six times seven', tools: ['calculator'] } });
+    const started = await owner.ok<{ startRun: { id: string } }>('mutation($input: StartRunInput!) { startRun(input: $input) { id } }', { input: { configuration, prompt: 'six times seven', tools: ['calculator'] } });
     const id = started.startRun.id;
     const before = watch(owner.url, id, 0);
     await provider.waitForRequest(2);

@@ -14,12 +14,6 @@ import { ScriptedProvider, gate, withTimeout } from './scripted-provider';
 
 const TRACE = 'subscription($runId: ID!) { runTrace(runId: $runId) { sequence kind round toolResult } }';
 
-async function ok<T>(server: ServerProcess, query: string, variables?: Record<string, unknown>): Promise<T> {
-  const result = await server.gql<T>(query, variables);
-  if (result.errors?.length || !result.data) throw new Error(`GraphQL errors: ${JSON.stringify(result.errors)}`);
-  return result.data;
-}
-
 describe('live steps on a watcher\'s socket (a server process, sqlite)', () => {
   let database: TestDatabase;
   let server: ServerProcess;
@@ -33,11 +27,11 @@ describe('live steps on a watcher\'s socket (a server process, sqlite)', () => {
     const providerId = uniqueIdentifier('prov');
     const modelId = uniqueIdentifier('model');
     configuration = uniqueIdentifier('conf');
-    await ok(server, 'mutation($input: CreateProviderInput!) { createProvider(input: $input) { uid } }', {
+    await server.ok('mutation($input: CreateProviderInput!) { createProvider(input: $input) { uid } }', {
       input: { identifier: providerId, name: 'Scripted', adapterType: 'custom', endpointUrl: provider.url, apiKey: 'test-key', maxRetries: 0 },
     });
-    await ok(server, 'mutation($input: CreateModelInput!) { createModel(input: $input) { uid } }', { input: { identifier: modelId, name: 'M', provider: providerId, modelId: 'scripted' } });
-    await ok(server, 'mutation($input: CreateConfigurationInput!) { createConfiguration(input: $input) { uid } }', { input: { identifier: configuration, name: 'C', model: modelId } });
+    await server.ok('mutation($input: CreateModelInput!) { createModel(input: $input) { uid } }', { input: { identifier: modelId, name: 'M', provider: providerId, modelId: 'scripted' } });
+    await server.ok('mutation($input: CreateConfigurationInput!) { createConfiguration(input: $input) { uid } }', { input: { identifier: configuration, name: 'C', model: modelId } });
   }, 90_000);
 
   afterAll(async () => {
@@ -59,7 +53,7 @@ describe('live steps on a watcher\'s socket (a server process, sqlite)', () => {
       })),
       { text: 'Done.', usage: { prompt: 5, completion: 5 }, delayMs: 40 },
     );
-    const started = await ok<{ startRun: { id: string } }>(server, 'mutation($input: StartRunInput!) { startRun(input: $input) { id } }', {
+    const started = await server.ok<{ startRun: { id: string } }>('mutation($input: StartRunInput!) { startRun(input: $input) { id } }', {
       input: { configuration, prompt: 'count', tools: ['calculator'] },
     });
     const id = started.startRun.id;
@@ -76,7 +70,7 @@ describe('live steps on a watcher\'s socket (a server process, sqlite)', () => {
       await withTimeout(watcher.waitFor((message) => message.type === 'complete'), 15_000, 'the trace did not complete');
 
       const received = watcher.of('t').filter((message) => message.type === 'next').map((message) => (message.payload as { data: { runTrace: { sequence: number } } }).data.runTrace.sequence);
-      const stored = (await ok<{ run: { steps: { sequence: number }[] } }>(server, 'query($id: ID!) { run(id: $id) { steps { sequence } } }', { id })).run.steps;
+      const stored = (await server.ok<{ run: { steps: { sequence: number }[] } }>('query($id: ID!) { run(id: $id) { steps { sequence } } }', { id })).run.steps;
       expect(received).toEqual(stored.map((step) => step.sequence));
       const live = received.length - replayed;
       // Four live steps a tool round (LLM, TOOL, CONTEXT, REQUEST), then the last answer and END: one read a round, and the

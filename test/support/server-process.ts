@@ -13,6 +13,8 @@ export interface ServerProcess {
   /** The server's origin (`http://127.0.0.1:PORT`), for /healthz and the like. */
   origin: string;
   gql<T = Record<string, unknown>>(query: string, variables?: Record<string, unknown>, token?: string | null): Promise<GraphQLResponse<T>>;
+  /** The data of a query that must succeed; throws with the errors otherwise. */
+  ok<T = Record<string, unknown>>(query: string, variables?: Record<string, unknown>, token?: string | null): Promise<T>;
   stop(): Promise<void>;
   /** Ends the process at once (SIGKILL): no shutdown, as a crash. */
   kill(): Promise<void>;
@@ -76,6 +78,11 @@ export async function startServerProcess(database: TestDatabase, env: Record<str
     url,
     origin: new URL(url).origin,
     gql,
+    async ok<T>(query: string, variables?: Record<string, unknown>, token?: string | null) {
+      const result = await gql<T>(query, variables, token);
+      if (result.errors?.length || !result.data) throw new Error(`GraphQL errors: ${JSON.stringify(result.errors)}`);
+      return result.data;
+    },
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
