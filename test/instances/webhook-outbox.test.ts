@@ -71,9 +71,14 @@ describe.each(testDialects)('the webhook outbox across instances (%s)', (dialect
   it('two instances sharing the outbox send every delivery once, each under its own id', async () => {
     receiver.answer = () => 200;
     const before = receiver.received.length;
-    const [second] = processes.filter((server) => server !== processes[0]);
-    const third = await start({ RUN_MIGRATIONS: 'false' });
-    const writers = [second!, third];
+    // Two fresh instances with a long attempt timeout, so a long lease (2 × 30 s + 5 s). On a loaded
+    // machine a 3 s attempt can time out, or its 11 s lease can run out while its outcome waits for
+    // the database. Delivery is at least once, so either sends the delivery again under the same id
+    // (a CI run saw one such repeat, attempts 2). This test is about two instances never claiming the
+    // same delivery at once, so neither of those may happen here.
+    await Promise.all(processes.splice(0).map((server) => server.stop()));
+    const longAttempts = { RUN_MIGRATIONS: 'false', WEBHOOK_TIMEOUT_MS: '30000' };
+    const writers = [await start(longAttempts), await start(longAttempts)];
     await Promise.all(Array.from({ length: 12 }, (_, index) => createSnippet(writers[index % 2]!, `shared_outbox_${index}`)));
     const requests = (await receiver.waitFor(before + 12)).slice(before);
     await waitUntil(async () => (await deliveries()).every((row) => row.status === 'delivered'));
