@@ -163,7 +163,8 @@ export class RunReader {
     if (!row) throw new NotFoundError(`No run with id "${uuid}"`, 'runId');
     const queue = new BoundedQueue<StoredStep | typeof RECHECK>(this.options.watcherQueueSize);
     const live: LiveState = { last: Math.max(0, afterSequence), deliver: null };
-    const iterator = releasing(this.trace(row, live, queue), queue);
+    // Only what the watcher needs is kept for as long as it watches (not the row: some 1.6 kB each).
+    const iterator = releasing(this.trace({ uid: row.uid, uuid: row.uuid, open: isOpenRunState(row.status) }, live, queue), queue);
     return Object.assign(iterator, { deliverLive: (deliver: (step: StoredStep) => boolean) => void (live.deliver = deliver) });
   }
 
@@ -210,8 +211,8 @@ export class RunReader {
     };
   }
 
-  private async *trace(row: AgentRunEntity, live: LiveState, queue: BoundedQueue<StoredStep | typeof RECHECK>): AsyncGenerator<StoredStep | SubscriberLaggedError> {
-    const uuid = row.uuid;
+  private async *trace(run: WatchedRun, live: LiveState, queue: BoundedQueue<StoredStep | typeof RECHECK>): AsyncGenerator<StoredStep | SubscriberLaggedError> {
+    const uuid = run.uuid;
     const watcher: TraceWatcher = { uuid, heardAt: Date.now(), wake: () => queue.push(RECHECK) };
     const unsubscribe = this.bus.subscribe(uuid, (message) => {
       if (message.type === 'step') {
@@ -232,15 +233,11 @@ export class RunReader {
     });
     const stopWatchingQuiet = this.watchQuiet(watcher);
     try {
-      for (const step of await this.store.stepsAfter(row.uid, live.last)) {
-        yield step;
-        live.last = step.sequence;
-        if (step.kind === 'end') return;
-      }
+      if (yield* this.fromTable(run.uid, live)) return;
       // A client resuming at or after END has nothing left to receive. The row was
       // read before the listener was attached, and END shares the status update's
       // transaction, so a finished status here means END is already stored.
-      if (!isOpenRunState(row.status)) return;
+      if (!run.open) return;
       for (;;) {
         const next = await queue.next();
         if (next.done) {
@@ -250,11 +247,7 @@ export class RunReader {
         const item = next.value;
         if (item === RECHECK) {
           // Fill from the table: messages may have been lost on the way.
-          for (const missed of await this.store.stepsAfter(row.uid, live.last)) {
-            yield missed;
-            live.last = missed.sequence;
-            if (missed.kind === 'end') return;
-          }
+          if (yield* this.fromTable(run.uid, live)) return;
           // Nothing stored after the last sent, and the run is over: its END is at or before it.
           const current = await this.store.findRun(uuid);
           if (!current || !isOpenRunState(current.status)) return;
@@ -266,13 +259,7 @@ export class RunReader {
           if (step.kind === 'end') return;
           continue;
         }
-        if (step.sequence > live.last + 1) {
-          for (const missed of await this.store.stepsAfter(row.uid, live.last)) {
-            if (missed.sequence >= step.sequence) break;
-            yield missed;
-            live.last = missed.sequence;
-          }
-        }
+        if (step.sequence > live.last + 1) yield* this.fromTable(run.uid, live, step.sequence);
         yield step;
         live.last = step.sequence;
         if (step.kind === 'end') return;
@@ -282,6 +269,21 @@ export class RunReader {
       unsubscribe();
       queue.close();
     }
+  }
+
+  /**
+   * The stored steps after the last one sent (and before `before`, when given), sent in order; true once END
+   * was sent. A generator of its own, so that the rows it read are released when it is done: a suspended
+   * generator keeps what its frame last held, and a watcher waits in `trace` for as long as the run lasts.
+   */
+  private async *fromTable(runUid: number, live: LiveState, before = Infinity): AsyncGenerator<StoredStep, boolean> {
+    for (const step of await this.store.stepsAfter(runUid, live.last)) {
+      if (step.sequence >= before) return false;
+      yield step;
+      live.last = step.sequence;
+      if (step.kind === 'end') return true;
+    }
+    return false;
   }
 
   private async *deltas(row: AgentRunEntity, queue: BoundedQueue<RunDelta | null>): AsyncGenerator<RunDelta | SubscriberLaggedError> {
@@ -341,6 +343,14 @@ function releasing<T>(generator: AsyncGenerator<T>, queue: { close(): void }): A
  */
 export interface LiveTrace<TLive, T> extends AsyncIterableIterator<T> {
   deliverLive(deliver: (item: TLive) => boolean): void;
+}
+
+/** The run a trace watcher watches, as read when it started. */
+interface WatchedRun {
+  uid: number;
+  uuid: string;
+  /** Not finished yet (see isOpenRunState). */
+  open: boolean;
 }
 
 /** What a trace watcher has sent (the last sequence) and who takes its live steps directly. */
