@@ -173,7 +173,8 @@ export class RunReader {
     const row = await this.store.findRun(uuid);
     if (!row) throw new NotFoundError(`No run with id "${uuid}"`, 'runId');
     const queue = new BoundedQueue<RunDelta | null>(this.options.watcherQueueSize * 16);
-    return releasing(this.deltas(row, queue), queue);
+    // As for a trace, not the row: the watcher keeps it for as long as it watches.
+    return releasing(this.deltas(row.uuid, row.status, queue), queue);
   }
 
   /** Bus listeners (trace and delta watchers, and the run's own driver) of a run in this process. */
@@ -286,9 +287,8 @@ export class RunReader {
     return false;
   }
 
-  private async *deltas(row: AgentRunEntity, queue: BoundedQueue<RunDelta | null>): AsyncGenerator<RunDelta | SubscriberLaggedError> {
-    const uuid = row.uuid;
-    if (!this.drivenHere.has(uuid) && row.status !== 'QUEUED' && row.status !== 'RUNNING') return;
+  private async *deltas(uuid: string, status: string, queue: BoundedQueue<RunDelta | null>): AsyncGenerator<RunDelta | SubscriberLaggedError> {
+    if (!this.drivenHere.has(uuid) && status !== 'QUEUED' && status !== 'RUNNING') return;
     const unsubscribe = this.bus.subscribe(uuid, (message) => {
       if (message.type === 'delta') queue.push(message.delta);
       else if (message.type === 'step' && message.step.kind === 'end') queue.push(null);
