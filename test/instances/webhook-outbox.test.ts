@@ -75,7 +75,7 @@ describe.each(testDialects)('the webhook outbox across instances (%s)', (dialect
     // machine a 3 s attempt can time out, or its 11 s lease can run out while its outcome waits for
     // the database. Delivery is at least once, so either sends the delivery again under the same id
     // (a CI run saw one such repeat, attempts 2). This test is about two instances never claiming the
-    // same delivery at once, so neither of those may happen here.
+    // same delivery at once; at these lengths neither resend is plausible.
     await Promise.all(processes.splice(0).map((server) => server.stop()));
     const longAttempts = { RUN_MIGRATIONS: 'false', WEBHOOK_TIMEOUT_MS: '30000' };
     const writers = [await start(longAttempts), await start(longAttempts)];
