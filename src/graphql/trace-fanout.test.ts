@@ -1,7 +1,7 @@
 import { EventEmitter, on } from 'node:events';
 import { compileQuery } from 'graphql-jit';
 import { execute, GraphQLError, GraphQLInt, type GraphQLFieldConfigMap, GraphQLNonNull, GraphQLObjectType, GraphQLSchema, GraphQLString, parse, type ExecutionResult } from 'graphql';
-import { COMPILE_AFTER_EVENTS, createSharedSubscribe, expandPreSerialized, isPreSerialized, preSerialized } from './trace-fanout';
+import { COMPILE_AFTER_EVENTS, createSharedSubscribe, expandPreSerialized, isPreSerialized, nextPrefix, preSerialized } from './trace-fanout';
 
 // The real compiler, counted.
 jest.mock('graphql-jit', () => {
@@ -372,6 +372,18 @@ describe('createSharedSubscribe with a live trace (direct delivery)', () => {
     await subscribe(args);
     again.publish({ n: 3 });
     expect(latest).toEqual([1]);
+  });
+});
+
+describe('nextPrefix', () => {
+  it('is the start of graphql-ws\'s next message, one buffer per id, in memory of its own', () => {
+    const prefix = nextPrefix('sub "7"');
+    expect(prefix.toString()).toBe('{"id":"sub \\"7\\"","type":"next","payload":');
+    expect(nextPrefix('sub "7"')).toBe(prefix);
+    // Not a slice of Node's shared pool, which it would keep alive for as long as a subscription lasts.
+    const pooled = Buffer.from('{"id":"1"}');
+    expect(pooled.buffer.byteLength).toBeGreaterThan(pooled.length);
+    expect([prefix.byteOffset, prefix.buffer.byteLength]).toEqual([0, prefix.length]);
   });
 });
 

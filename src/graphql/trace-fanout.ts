@@ -119,20 +119,7 @@ export function serveSubscriptions<P extends Record<PropertyKey, unknown>, E ext
     // graphql-ws calls this with the execution arguments it then subscribes with: they name the subscription's socket and id.
     context: async (ctx, id, payload, args) => {
       const value = typeof options.context === 'function' ? await options.context(ctx, id, payload, args) : options.context;
-      if (direct) {
-        const { socket, request } = ctx.extra;
-        // The part of this subscription's `next` message before its payload, as graphql-ws writes it.
-        const prefix = Buffer.from(`{"id":${JSON.stringify(id)},"type":"next","payload":`);
-        const tcp = request.socket;
-        targets.set(args, {
-          accepts: () => id in ctx.subscriptions && turns.accepts(socket, tcp),
-          write: (payload, audience) => turns.push(socket, tcp, nextFrame(prefix, payload.bytes), payload, audience),
-          fail: (error) => {
-            fanout.onInternalError?.(error);
-            socket.close(CloseCode.InternalServerError, 'Internal server error');
-          },
-        });
-      }
+      if (direct) targets.set(args, new SocketTarget(turns, ctx.subscriptions, id, ctx.extra.socket, ctx.extra.request.socket, fanout));
       return value;
     },
     subscribe: createSharedSubscribe(fanout, (args) => targets.get(args) ?? null),
@@ -481,6 +468,61 @@ export function nextFrame(prefix: Buffer, payload: Buffer): Buffer {
   return frame;
 }
 
+/**
+ * The part of a subscription's `next` message before its payload, as graphql-ws writes it, by
+ * subscription id (clients number their subscriptions, so most ids recur): one buffer per id for every
+ * subscription that has it. Each is a buffer of its own: a slice of Node's shared pool would keep that
+ * pool's 8 kB alive for as long as the subscription lasts.
+ */
+const prefixes = new Map<string, Buffer>();
+const PREFIXES_LIMIT = 4096;
+
+export function nextPrefix(id: string): Buffer {
+  let prefix = prefixes.get(id);
+  if (!prefix) {
+    const text = `{"id":${JSON.stringify(id)},"type":"next","payload":`;
+    prefix = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
+    prefix.write(text);
+    if (prefixes.size >= PREFIXES_LIMIT) prefixes.clear();
+    prefixes.set(id, prefix);
+  }
+  return prefix;
+}
+
+/**
+ * A subscription's socket as the target of its live steps. An object with methods, not closures:
+ * with 1,000 watchers of a run, what each subscription holds lives as long as the run, is copied by
+ * every young-generation collection meanwhile and then promoted (see runs-fanout in bench/).
+ */
+class SocketTarget implements DirectTarget {
+  private readonly prefix: Buffer;
+
+  constructor(
+    private readonly turns: DeliveryTurns,
+    /** graphql-ws's open subscriptions of the connection, by id. */
+    private readonly subscriptions: Record<string, unknown>,
+    private readonly id: string,
+    private readonly socket: WebSocket,
+    private readonly tcp: Socket,
+    private readonly fanout: TraceFanoutOptions,
+  ) {
+    this.prefix = nextPrefix(id);
+  }
+
+  accepts(): boolean {
+    return this.id in this.subscriptions && this.turns.accepts(this.socket, this.tcp);
+  }
+
+  write(payload: PreSerialized, audience: number): void {
+    this.turns.push(this.socket, this.tcp, nextFrame(this.prefix, payload.bytes), payload, audience);
+  }
+
+  fail(error: unknown): void {
+    this.fanout.onInternalError?.(error);
+    this.socket.close(CloseCode.InternalServerError, 'Internal server error');
+  }
+}
+
 /** Where a subscription's live steps can be written directly (see serveSubscriptions). */
 export interface DirectTarget {
   /** Whether a live step may be taken now (the subscription and its socket are open, little is held for it). */
@@ -543,144 +585,213 @@ function compile(args: ExecutionArgs): CompiledQuery | null {
   }
 }
 
+const NO_VARIABLES: Record<string, unknown> = Object.freeze({});
+
 /**
  * How one subscription's events are executed: by the operation compiled with
  * graphql-jit (the same resolvers, scalars and errors) once it has had
  * COMPILE_AFTER_EVENTS events and compiles, else by graphql-js. Custom field
  * or type resolvers in the arguments: graphql-js.
  */
-function executorOf(args: ExecutionArgs): (event: unknown) => Result {
-  const byGraphqlJs = (event: unknown) => execute({ ...args, rootValue: event }) as Result;
-  if (args.fieldResolver || args.typeResolver || args.subscribeFieldResolver) return byGraphqlJs;
-  const operation = operationOf(args);
-  const variables = args.variableValues ?? {};
-  return (event) => {
-    if (operation.compiled === undefined) {
-      operation.executed += 1;
-      if (operation.executed <= COMPILE_AFTER_EVENTS) return byGraphqlJs(event);
-      operation.compiled = compile(args);
+class EventExecutor {
+  /** Null: graphql-js executes every event. */
+  private readonly operation: Operation | null;
+
+  constructor(private readonly args: ExecutionArgs) {
+    this.operation = args.fieldResolver || args.typeResolver || args.subscribeFieldResolver ? null : operationOf(args);
+  }
+
+  run(event: unknown): Result {
+    const operation = this.operation;
+    if (operation) {
+      if (operation.compiled === undefined) {
+        operation.executed += 1;
+        if (operation.executed > COMPILE_AFTER_EVENTS) operation.compiled = compile(this.args);
+      }
+      if (operation.compiled) return operation.compiled.query(event, this.args.contextValue, this.args.variableValues ?? NO_VARIABLES) as Result;
     }
-    return operation.compiled ? (operation.compiled.query(event, args.contextValue, variables) as Result) : byGraphqlJs(event);
-  };
+    return execute({ ...this.args, rootValue: event }) as Result;
+  }
 }
 
-export function createSharedSubscribe(options: SharedSubscribeOptions, targetOf?: (args: ExecutionArgs) => DirectTarget | null) {
-  const results = new WeakMap<object, Map<string, SharedResult>>();
-  /** Subscriptions per group (key) that take live steps directly: the audience of the group's steps. */
-  const audiences = new Map<string, { size: number }>();
+/**
+ * Subscriptions that sent the same document, operation name and variables with the same context key:
+ * they share each event's result. `audience` counts those that take live steps directly.
+ */
+interface Group {
+  readonly key: string;
+  members: number;
+  audience: number;
+}
+
+/** What every subscription of one createSharedSubscribe shares: the groups and each event's results per group. */
+class SharedResults {
+  private readonly results = new WeakMap<object, Map<string, SharedResult>>();
+  private readonly groups = new Map<string, Group>();
   // Documents are shared between operations with the same text (see document-cache): printed once each.
-  const printed = new WeakMap<DocumentNode, string>();
-  const printOnce = (document: DocumentNode) => {
-    let text = printed.get(document);
-    if (text === undefined) printed.set(document, (text = print(document)));
-    return text;
-  };
-  const finished = (result: ExecutionResult): PreSerialized => {
-    const serialized = preSerialized(options.finish(result));
-    const refused = options.refuse?.(serialized.json);
-    return refused ? preSerialized(options.finish(refused)) : serialized;
-  };
-  const read = (shared: SharedResult): Result => {
+  private readonly printed = new WeakMap<DocumentNode, string>();
+
+  constructor(private readonly options: SharedSubscribeOptions) {}
+
+  /** The group of these arguments, joined (leave it with `leave`). Its key is one string for all of its subscriptions. */
+  join(args: ExecutionArgs, direct: boolean): Group {
+    const key = JSON.stringify([this.printOnce(args.document), args.operationName ?? null, args.variableValues ?? null, this.options.contextKey(args.contextValue)]);
+    let group = this.groups.get(key);
+    if (!group) this.groups.set(key, (group = { key, members: 0, audience: 0 }));
+    group.members += 1;
+    if (direct) group.audience += 1;
+    return group;
+  }
+
+  leave(group: Group, direct: boolean): void {
+    group.members -= 1;
+    if (direct) group.audience -= 1;
+    if (group.members === 0 && this.groups.get(group.key) === group) this.groups.delete(group.key);
+  }
+
+  /** The event's result for the group, executed (by `executor`) once per event object and group; synchronously when the resolvers are. */
+  of(event: object, group: Group, executor: EventExecutor): SharedResult {
+    let perEvent = this.results.get(event);
+    if (!perEvent) this.results.set(event, (perEvent = new Map()));
+    let shared = perEvent.get(group.key);
+    if (!shared) perEvent.set(group.key, (shared = this.build(executor.run(event))));
+    return shared;
+  }
+
+  read(shared: SharedResult): Result {
     if (shared.result) return shared.result;
     if (shared.built) return shared.built;
     throw (shared.failure as { error: unknown }).error;
-  };
+  }
+
+  private build(result: Result): SharedResult {
+    const building: SharedResult = { result: null, failure: null, built: null, waiters: null };
+    if (!isPromiseLike(result)) {
+      building.result = this.finished(result);
+      return building;
+    }
+    building.waiters = [];
+    const settle = () => {
+      const waiters = building.waiters ?? [];
+      building.waiters = null;
+      for (const wake of waiters) wake();
+    };
+    building.built = Promise.resolve(result)
+      .then((value) => this.finished(value))
+      .then(
+        (value) => {
+          building.result = value;
+          settle();
+          return value;
+        },
+        (error: unknown) => {
+          building.failure = { error };
+          settle();
+          throw error;
+        },
+      );
+    // Read by whoever needs it; a failure is reported there.
+    building.built.catch(() => undefined);
+    return building;
+  }
+
+  private finished(result: ExecutionResult): PreSerialized {
+    const serialized = preSerialized(this.options.finish(result));
+    const refused = this.options.refuse?.(serialized.json);
+    return refused ? preSerialized(this.options.finish(refused)) : serialized;
+  }
+
+  private printOnce(document: DocumentNode): string {
+    let text = this.printed.get(document);
+    if (text === undefined) this.printed.set(document, (text = print(document)));
+    return text;
+  }
+}
+
+/**
+ * One subscription of createSharedSubscribe: maps its source's events to results (see MappedIterator)
+ * and, with a target, takes its in-order live steps directly (`take`). An object with methods, not a
+ * set of closures, for the reason SocketTarget gives.
+ */
+class SharedSubscription implements Mapper<unknown, Result> {
+  /** Live steps taken directly whose result is still being built: each is written, in order, once it is. */
+  private pending: SharedResult[] | null = null;
+  /** Those waiting for `pending` to be written. */
+  private drained: (() => void)[] | null = null;
+  private drainOnce: (() => void) | null = null;
+  private left = false;
+
+  constructor(
+    private readonly shared: SharedResults,
+    private readonly group: Group,
+    private readonly executor: EventExecutor,
+    private readonly target: DirectTarget | null,
+  ) {}
+
+  /** A live step handed over by the source: written directly (true), or refused (false: it goes through the iterator). */
+  take(event: unknown): boolean {
+    const target = this.target;
+    if (!target || typeof event !== 'object' || event === null || !target.accepts()) return false;
+    const shared = this.shared.of(event, this.group, this.executor);
+    if (this.pending === null && !shared.waiters) {
+      this.deliver(shared);
+      return true;
+    }
+    (this.pending ??= []).push(shared);
+    shared.waiters?.push((this.drainOnce ??= () => this.drain()));
+    return true;
+  }
+
+  map(event: unknown): Result {
+    if (typeof event !== 'object' || event === null) return this.executor.run(event);
+    // A step that waited in the queue goes after every step taken directly before it.
+    const written = this.allWritten();
+    return written ? written.then(() => this.shared.read(this.shared.of(event, this.group, this.executor))) : this.shared.read(this.shared.of(event, this.group, this.executor));
+  }
+
+  /** The end (graphql-ws then sends `complete`) too: after the END step taken directly. */
+  beforeEnd(): Promise<void> | null {
+    return this.allWritten();
+  }
+
+  ended(): void {
+    if (this.left) return;
+    this.left = true;
+    this.shared.leave(this.group, this.target !== null);
+  }
+
+  private deliver(shared: SharedResult): void {
+    const target = this.target as DirectTarget;
+    if (shared.result) target.write(shared.result, this.group.audience);
+    else target.fail(shared.failure?.error);
+  }
+
+  private drain(): void {
+    const pending = this.pending;
+    while (pending && pending.length > 0 && !pending[0]!.waiters) this.deliver(pending.shift()!);
+    if (pending && pending.length > 0) return;
+    this.pending = null;
+    const wake = this.drained;
+    this.drained = null;
+    if (wake) for (const resolve of wake) resolve();
+  }
+
+  private allWritten(): Promise<void> | null {
+    if (this.pending === null) return null;
+    return new Promise<void>((resolve) => (this.drained ??= []).push(resolve));
+  }
+}
+
+export function createSharedSubscribe(options: SharedSubscribeOptions, targetOf?: (args: ExecutionArgs) => DirectTarget | null) {
+  const shared = new SharedResults(options);
   return async function subscribe(args: ExecutionArgs): Promise<AsyncIterable<ExecutionResult> | ExecutionResult> {
     const source = await createSourceEventStream(args);
     if (!isAsyncIterable(source)) return source;
-    const key = JSON.stringify([printOnce(args.document), args.operationName ?? null, args.variableValues ?? null, options.contextKey(args.contextValue)]);
-    const executeEvent = executorOf(args);
-    // Executed once per event object and key; synchronously when the resolvers are.
-    const sharedOf = (event: object): SharedResult => {
-      let perEvent = results.get(event);
-      if (!perEvent) results.set(event, (perEvent = new Map()));
-      let shared = perEvent.get(key);
-      if (!shared) {
-        const building: SharedResult = { result: null, failure: null, built: null, waiters: null };
-        const result = executeEvent(event);
-        if (isPromiseLike(result)) {
-          building.waiters = [];
-          const settle = () => {
-            const waiters = building.waiters ?? [];
-            building.waiters = null;
-            for (const wake of waiters) wake();
-          };
-          building.built = Promise.resolve(result)
-            .then(finished)
-            .then(
-              (value) => {
-                building.result = value;
-                settle();
-                return value;
-              },
-              (error: unknown) => {
-                building.failure = { error };
-                settle();
-                throw error;
-              },
-            );
-          // Read by whoever needs it; a failure is reported there.
-          building.built.catch(() => undefined);
-        } else {
-          building.result = finished(result);
-        }
-        perEvent.set(key, (shared = building));
-      }
-      return shared;
-    };
-    const target = targetOf?.(args) ?? null;
-    if (!target || !isLiveTrace(source)) return mapAsyncIterator(source, (event: unknown): Result => (typeof event === 'object' && event !== null ? read(sharedOf(event)) : executeEvent(event)));
-
-    // Live steps taken directly whose result is still being built: each is written, in order, once it is
-    // (all subscribers of a group at once, when their shared result is).
-    const pending: SharedResult[] = [];
-    let drained: (() => void)[] = [];
-    let audience = audiences.get(key);
-    if (!audience) audiences.set(key, (audience = { size: 0 }));
-    audience.size += 1;
-    const group = audience;
-    let left = false;
-    const leave = () => {
-      if (left) return;
-      left = true;
-      group.size -= 1;
-      if (group.size === 0) audiences.delete(key);
-    };
-    const deliver = (shared: SharedResult) => {
-      if (shared.result) target.write(shared.result, group.size);
-      else target.fail(shared.failure?.error);
-    };
-    const drain = () => {
-      while (pending.length > 0 && !pending[0]!.waiters) deliver(pending.shift()!);
-      if (pending.length > 0) return;
-      const wake = drained;
-      drained = [];
-      for (const resolve of wake) resolve();
-    };
-    source.deliverLive((event) => {
-      if (typeof event !== 'object' || event === null || !target.accepts()) return false;
-      const shared = sharedOf(event);
-      if (pending.length === 0 && !shared.waiters) {
-        deliver(shared);
-        return true;
-      }
-      pending.push(shared);
-      shared.waiters?.push(drain);
-      return true;
-    });
-    const allWritten = () => (pending.length === 0 ? null : new Promise<void>((resolve) => drained.push(resolve)));
-    return mapAsyncIterator(
-      source,
-      (event: unknown): Result => {
-        if (typeof event !== 'object' || event === null) return executeEvent(event);
-        // A step that waited in the queue goes after every step taken directly before it.
-        const written = allWritten();
-        return written ? written.then(() => read(sharedOf(event))) : read(sharedOf(event));
-      },
-      // The end (graphql-ws then sends `complete`) too: after the END step taken directly.
-      allWritten,
-      leave,
-    );
+    const live = isLiveTrace(source) ? source : null;
+    const target = live ? (targetOf?.(args) ?? null) : null;
+    const subscription = new SharedSubscription(shared, shared.join(args, target !== null), new EventExecutor(args), target);
+    if (live && target) live.deliverLive((event) => subscription.take(event));
+    return new MappedIterator(source[Symbol.asyncIterator](), subscription);
   };
 }
 
@@ -692,58 +803,68 @@ function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
   return typeof (value as { then?: unknown } | null)?.then === 'function';
 }
 
-/**
- * Like graphql-js's internal mapAsyncIterator: return() reaches the source at once, even while it waits.
- * `beforeEnd` is awaited before the end is reported; `ended` is called once the iteration is over (its
- * end, return(), or a failure that closes it).
- */
-function mapAsyncIterator<T, U>(iterable: AsyncIterable<T>, map: (value: T) => U | Promise<U>, beforeEnd?: () => Promise<void> | null, ended?: () => void): AsyncIterableIterator<U> {
-  const iterator = iterable[Symbol.asyncIterator]();
-  const close = async () => {
-    ended?.();
+/** How a MappedIterator maps its source's values and learns of its end. */
+interface Mapper<T, U> {
+  map(value: T): U | Promise<U>;
+  /** Awaited before the end is reported (null: nothing to wait for). */
+  beforeEnd(): Promise<void> | null;
+  /** Called once the iteration is over (its end, return(), or a failure that closes it); may be called again. */
+  ended(): void;
+}
+
+/** Like graphql-js's internal mapAsyncIterator: return() reaches the source at once, even while it waits. */
+class MappedIterator<T, U> implements AsyncIterableIterator<U> {
+  constructor(
+    private readonly iterator: AsyncIterator<T>,
+    private readonly mapper: Mapper<T, U>,
+  ) {}
+
+  async next(): Promise<IteratorResult<U>> {
+    const step = await this.iterator.next();
+    if (step.done) {
+      await this.mapper.beforeEnd();
+      this.mapper.ended();
+      return { value: undefined, done: true };
+    }
     try {
-      await iterator.return?.();
+      return { value: await this.mapper.map(step.value), done: false };
+    } catch (error) {
+      await this.close();
+      throw error;
+    }
+  }
+
+  async return(): Promise<IteratorResult<U>> {
+    this.mapper.ended();
+    await this.iterator.return?.();
+    return { value: undefined, done: true };
+  }
+
+  async throw(error?: unknown): Promise<IteratorResult<U>> {
+    if (this.iterator.throw) {
+      const step = await this.iterator.throw(error);
+      if (step.done) {
+        this.mapper.ended();
+        return { value: undefined, done: true };
+      }
+      return { value: await this.mapper.map(step.value), done: false };
+    }
+    await this.close();
+    throw error;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<U> {
+    return this;
+  }
+
+  private async close(): Promise<void> {
+    this.mapper.ended();
+    try {
+      await this.iterator.return?.();
     } catch {
       // keep the original error
     }
-  };
-  const mapped: AsyncIterableIterator<U> = {
-    async next() {
-      const step = await iterator.next();
-      if (step.done) {
-        await beforeEnd?.();
-        ended?.();
-        return { value: undefined, done: true };
-      }
-      try {
-        return { value: await map(step.value), done: false };
-      } catch (error) {
-        await close();
-        throw error;
-      }
-    },
-    async return() {
-      ended?.();
-      await iterator.return?.();
-      return { value: undefined, done: true };
-    },
-    async throw(error?: unknown) {
-      if (iterator.throw) {
-        const step = await iterator.throw(error);
-        if (step.done) {
-          ended?.();
-          return { value: undefined, done: true };
-        }
-        return { value: await map(step.value), done: false };
-      }
-      await close();
-      throw error;
-    },
-    [Symbol.asyncIterator]() {
-      return mapped;
-    },
-  };
-  return mapped;
+  }
 }
 
 function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {

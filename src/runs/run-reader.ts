@@ -164,8 +164,7 @@ export class RunReader {
     const queue = new BoundedQueue<StoredStep | typeof RECHECK>(this.options.watcherQueueSize);
     const live: LiveState = { last: Math.max(0, afterSequence), deliver: null };
     // Only what the watcher needs is kept for as long as it watches (not the row: some 1.6 kB each).
-    const iterator = releasing(this.trace({ uid: row.uid, uuid: row.uuid, open: isOpenRunState(row.status) }, live, queue), queue);
-    return Object.assign(iterator, { deliverLive: (deliver: (step: StoredStep) => boolean) => void (live.deliver = deliver) });
+    return new LiveTraceIterator(this.trace({ uid: row.uid, uuid: row.uuid, open: isOpenRunState(row.status) }, live, queue), queue, live);
   }
 
   /** Live content/thinking deltas of a running run; not stored, so there is nothing to replay. Ends with the run. */
@@ -174,7 +173,7 @@ export class RunReader {
     if (!row) throw new NotFoundError(`No run with id "${uuid}"`, 'runId');
     const queue = new BoundedQueue<RunDelta | null>(this.options.watcherQueueSize * 16);
     // As for a trace, not the row: the watcher keeps it for as long as it watches.
-    return releasing(this.deltas(row.uuid, row.status, queue), queue);
+    return new ReleasingIterator(this.deltas(row.uuid, row.status, queue), queue);
   }
 
   /** Bus listeners (trace and delta watchers, and the run's own driver) of a run in this process. */
@@ -318,21 +317,47 @@ export class RunReader {
  * generator waiting inside its body (here: for the next step) handles return()
  * only after that wait ends, so a client that left while its run was idle kept
  * its bus listener until the next step. Closing the queue ends the wait first.
+ * (An object with methods, not closures: a watcher keeps it for as long as it
+ * watches, see trace-fanout's SocketTarget.)
  */
-function releasing<T>(generator: AsyncGenerator<T>, queue: { close(): void }): AsyncIterableIterator<T> {
-  const iterator: AsyncIterableIterator<T> = {
-    next: () => generator.next(),
-    return: (value?: unknown) => {
-      queue.close();
-      return generator.return(value as T);
-    },
-    throw: (error?: unknown) => {
-      queue.close();
-      return generator.throw(error);
-    },
-    [Symbol.asyncIterator]: () => iterator,
-  };
-  return iterator;
+class ReleasingIterator<T> implements AsyncIterableIterator<T> {
+  constructor(
+    private readonly generator: AsyncGenerator<T>,
+    private readonly queue: { close(): void },
+  ) {}
+
+  next(): Promise<IteratorResult<T>> {
+    return this.generator.next();
+  }
+
+  return(value?: unknown): Promise<IteratorResult<T>> {
+    this.queue.close();
+    return this.generator.return(value as T);
+  }
+
+  throw(error?: unknown): Promise<IteratorResult<T>> {
+    this.queue.close();
+    return this.generator.throw(error);
+  }
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<T> {
+    return this;
+  }
+}
+
+/** A trace watcher's iterator: its steps, and its in-order live steps handed to a deliverer (see LiveTrace). */
+class LiveTraceIterator<T> extends ReleasingIterator<T> implements LiveTrace<StoredStep, T> {
+  constructor(
+    generator: AsyncGenerator<T>,
+    queue: { close(): void },
+    private readonly live: LiveState,
+  ) {
+    super(generator, queue);
+  }
+
+  deliverLive(deliver: (step: StoredStep) => boolean): void {
+    this.live.deliver = deliver;
+  }
 }
 
 /**
