@@ -59,7 +59,8 @@
  * the order the client processes hold them), with every client process's first and last receipt of those
  * steps after publishing as `ms@sequence r run [first, last] …` (READING, one window per process), the
  * spread's p50/p99 by the step's place after its answer (BYPOS: #0 the first step that follows it),
- * published → received p50/p90/max by sequence (BYSEQ), every measured run's spread p50/max (BYRUN) and
+ * published → received p50/p90/max by sequence (BYSEQ), answer due → first step published p50/p90/max by
+ * provider call, watched and unwatched runs (BYCALL), every measured run's spread p50/max (BYRUN) and
  * every run's server and client CPU in ms (RUNCPU, w: warm-up);
  * FANOUT_RUNS=<size>:<runs>,… and FANOUT_WARMUP_RUNS=<n> for other run counts;
  * FANOUT_CLIENT_NODE_ARGS for the client processes' Node flags (e.g. --trace-gc, --cpu-prof);
@@ -297,6 +298,23 @@ function publishedDelayPercentiles(records: readonly RunRecord[]): [number, numb
     .map(([delay]) => delay)
     .sort((a, b) => a - b);
   return [round(percentile(delays, 50), 2), round(percentile(delays, 99), 2)];
+}
+
+/** FANOUT_TAIL: per provider call of a run (#0 the first), answer due → first step after it published, p50/p90/max over the runs. */
+function byCall(records: readonly RunRecord[]): string {
+  const perCall: number[][] = [];
+  for (const record of records) {
+    record.calls.forEach((call, index) => {
+      const first = record.published.find(([, , answer]) => answer === index);
+      if (first) (perCall[index] ??= []).push(first[1] - call.dueAt);
+    });
+  }
+  return perCall
+    .map((list, index) => {
+      list.sort((a, b) => a - b);
+      return `#${index} ${round(percentile(list, 50), 2)}/${round(percentile(list, 90), 2)}/${round(list[list.length - 1]!, 2)}`;
+    })
+    .join(' ');
 }
 
 /** Per answer: first step after it published − answer due (ms, server clock). */
@@ -614,6 +632,7 @@ async function measure(kind: Kind, server: { link: ServerLink; wsUrl: string; to
             .join(' '),
       );
       console.log(`TAIL ${kind} ${size}: ` + tailDiag.slice(0, Math.ceil(tailDiag.length / 100)).map(([h, seq, lat, run]) => `${round(h, 2)}@${seq}r${run}(${round(lat, 1)})`).join(' '));
+      console.log(`BYCALL ${kind} ${size} (answer due → first step published p50/p90/max ms, watched | unwatched): ${byCall(records)} | ${byCall(unwatchedRecords)}`);
     }
     latencies.sort((a, b) => a - b);
     handOvers.sort((a, b) => a - b);
