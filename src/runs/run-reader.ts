@@ -249,8 +249,7 @@ export class RunReader {
           // Fill from the table: messages may have been lost on the way.
           if (yield* this.fromTable(run.uid, live)) return;
           // Nothing stored after the last sent, and the run is over: its END is at or before it.
-          const current = await this.store.findRun(uuid);
-          if (!current || !isOpenRunState(current.status)) return;
+          if (!(await this.isOpen(uuid))) return;
           continue;
         }
         const step = item;
@@ -269,6 +268,15 @@ export class RunReader {
       unsubscribe();
       queue.close();
     }
+  }
+
+  /**
+   * Whether the run is still open, its row read again. A function of its own, so that the row is not kept:
+   * a suspended generator keeps what its frame last held (see fromTable).
+   */
+  private async isOpen(uuid: string): Promise<boolean> {
+    const current = await this.store.findRun(uuid);
+    return current !== null && isOpenRunState(current.status);
   }
 
   /**

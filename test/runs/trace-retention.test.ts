@@ -2,11 +2,13 @@
  * What a trace watcher keeps while it waits for the next live step: with
  * 1,000 watchers of a run, whatever each keeps for the run's length is
  * promoted to the old generation and collected by full (mark-compact)
- * collections during the fan-out. A watcher keeps neither the run's row nor
- * the stored steps it has already sent.
+ * collections during the fan-out. A watcher keeps neither the run's row (not
+ * the one it reads again when it looks at the table for what the bus may have
+ * missed either) nor the stored steps it has already sent.
  */
 import v8 from 'node:v8';
 import vm from 'node:vm';
+import { RunStore } from '../../src/runs/run-store';
 import type { StoredStep } from '../../src/runs/trace-bus';
 import { testDialects } from '../support/databases';
 import { startTestServer, type TestServer } from '../support/server';
@@ -31,7 +33,8 @@ describe.each(testDialects)('a waiting trace watcher (%s)', (dialect) => {
   const kit = new RunKit(() => ts);
 
   beforeAll(async () => {
-    ts = await startTestServer(dialect);
+    // Watchers that hear nothing look at the table again after 400 ms, on a timer of 200 ms (see the second test).
+    ts = await startTestServer(dialect, { server: { runs: { watcherRecheckMs: 400 } } });
   });
   afterAll(async () => {
     await ts?.stop();
@@ -59,5 +62,40 @@ describe.each(testDialects)('a waiting trace watcher (%s)', (dialect) => {
     run.release();
     expect(((await next).value as StoredStep).sequence).toBe(3);
     await trace.return?.();
+  });
+
+  test('keeps none of the rows it read again while its run was quiet', async () => {
+    const run = await kit.startHeldToolRun();
+    const rows: WeakRef<object>[] = [];
+    let looked: (() => void) | null = null;
+    const findRun = RunStore.prototype.findRun;
+    const spy = jest.spyOn(RunStore.prototype, 'findRun').mockImplementation(async function (this: RunStore, uuid: string) {
+      const row = await findRun.call(this, uuid);
+      if (row) rows.push(new WeakRef(row));
+      // Once whoever asked has gone on with the answer (its microtasks run before an immediate).
+      setImmediate(() => looked?.());
+      return row;
+    });
+    try {
+      const trace = await ts.server.services.runReader.openTrace(run.id, 2);
+      const next = trace.next();
+      // (After the immediate of openTrace's own read.)
+      await sleep(20);
+      const read = rows.length;
+      // The run is held: its watcher hears nothing and reads the table and the row again. Right after that
+      // look it waits again, and the next is 400 ms away: nothing of the watcher's is under way.
+      await new Promise<void>((resolve) => (looked = resolve));
+      looked = null;
+      expect(rows.length).toBeGreaterThan(read);
+      // The spy's own record of what it returned would keep them.
+      spy.mockClear();
+      expect(await alive(rows)).toBe(0);
+
+      run.release();
+      expect(((await next).value as StoredStep).sequence).toBe(3);
+      await trace.return?.();
+    } finally {
+      spy.mockRestore();
+    }
   });
 });
