@@ -3,7 +3,7 @@
  * REDIS_URL): a run started on one instance is watched and cancelled through
  * another. Needs a Redis server: set TEST_REDIS_URL (skipped otherwise).
  */
-import { createTestDatabase, testDialects } from '../support/databases';
+import { createTestDatabase, testDialects, type TestDatabase } from '../support/databases';
 import { collect, startTestServer, type TestServer } from '../support/server';
 import { RunKit, expectWellFormedTrace } from './run-kit';
 import { withTimeout } from './scripted-provider';
@@ -15,18 +15,21 @@ describeWithRedis('two instances sharing a database and Redis (%s)', (dialect) =
   let first: TestServer;
   let second: TestServer;
   const kit = new RunKit(() => first);
-  const database = createTestDatabase(dialect);
+  // Made in beforeAll, not while the suite is collected: a skipped suite's body still runs, and a connection
+  // it left opening outlived its test environment and failed another suite of the worker.
+  let database: TestDatabase | null = null;
 
   beforeAll(async () => {
     const env = { REDIS_URL: redisUrl! };
-    first = await startTestServer(dialect, { database: await database, keepDatabase: true, env });
-    second = await startTestServer(dialect, { database: await database, keepDatabase: true, env });
+    database = await createTestDatabase(dialect);
+    first = await startTestServer(dialect, { database, keepDatabase: true, env });
+    second = await startTestServer(dialect, { database, keepDatabase: true, env });
   });
   afterAll(async () => {
     await second?.stop();
     await first?.stop();
     await kit.closeProviders();
-    await (await database).drop();
+    await database?.drop();
   });
 
   test('a watcher on the other instance sees the live trace without gap', async () => {
