@@ -2,9 +2,9 @@
  * WAL checkpoints of the embedded SQLite database run in a worker thread, not
  * inside a commit on the main thread (src/db/sqlite-checkpointer.ts). The
  * worker is seen through the `Worker` constructor, wrapped by a spy; the WAL
- * through its file: the checkpoint sequence number in its header goes up each
- * time a commit starts the WAL over, which it only does after a complete
- * checkpoint.
+ * through its file: salt-1 in its header goes up each time a commit starts
+ * the WAL over, which it only does after a complete checkpoint; and commits through `data_version` on a connection of the
+ * test's own, which changes whenever another connection commits.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -40,16 +40,24 @@ async function eventually(check: () => Promise<boolean> | boolean, timeoutMs = 5
   }
 }
 
-/** The checkpoint sequence number in the WAL header: how often a commit started the WAL over. */
-function walRestarts(file: string): number {
-  const header = Buffer.alloc(16);
+/**
+ * Salt-1 of the WAL header, which every start-over of the WAL increments, whichever connection
+ * does it (the checkpoint sequence number next to it counts only the writing connection's own).
+ */
+function walSalt(file: string): number {
+  const header = Buffer.alloc(20);
   const fd = fs.openSync(`${file}-wal`, 'r');
   try {
-    fs.readSync(fd, header, 0, 16, 0);
+    fs.readSync(fd, header, 0, 20, 0);
   } finally {
     fs.closeSync(fd);
   }
-  return header.readUInt32BE(12);
+  return header.readUInt32BE(16);
+}
+
+/** How often the WAL was started over since its salt-1 was `salt` (a random start, so modulo 2^32). */
+function restartsSince(file: string, salt: number): number {
+  return (walSalt(file) - salt) >>> 0;
 }
 
 async function pragma(dataSource: DataSource, name: string): Promise<number> {
@@ -83,10 +91,10 @@ describe('WAL checkpoints in a worker thread', () => {
     await database?.drop();
   });
 
-  async function openFileDatabase() {
+  async function openFileDatabase(quietMs?: number) {
     database = await createTestDatabase('sqlite');
     if (database.config.kind !== 'sqlite') throw new Error('unreachable');
-    opened = await createDataSource({ database: database.config, schemaMode: 'own', sqliteCheckpoints: { logger, intervalMs: TEST_INTERVAL_MS } });
+    opened = await createDataSource({ database: database.config, schemaMode: 'own', sqliteCheckpoints: { logger, intervalMs: TEST_INTERVAL_MS, quietMs } });
     await opened.dataSource.runMigrations();
     await opened.dataSource.query('CREATE TABLE filler (body TEXT)');
     return { ...opened, file: database.config.file };
@@ -104,20 +112,20 @@ describe('WAL checkpoints in a worker thread', () => {
       for (let row = 0; row < 1500; row++) await manager.query('INSERT INTO filler (body) VALUES (?)', [PAGE_OF_TEXT]);
     });
     expect(fs.statSync(`${file}-wal`).size).toBeGreaterThan(WAL_SIZE_LIMIT_BYTES);
-    const restartsBefore = walRestarts(file);
+    const saltBefore = walSalt(file);
 
     // A commit starts the WAL over only once every frame in it was checkpointed.
     await eventually(async () => {
       await dataSource.query('INSERT INTO filler (body) VALUES (?)', ['small']);
-      return walRestarts(file) > restartsBefore;
+      return restartsSince(file, saltBefore) > 0;
     });
     expect(fs.statSync(`${file}-wal`).size).toBeLessThanOrEqual(WAL_SIZE_LIMIT_BYTES);
   });
 
   it('writes from the main connection never fail while the worker checkpoints', async () => {
     const { dataSource, file } = await openFileDatabase();
-    const restartsBefore = walRestarts(file);
-    const restarts = () => walRestarts(file) - restartsBefore;
+    const saltBefore = walSalt(file);
+    const restarts = () => restartsSince(file, saltBefore);
     // The main connection's backstop alone starts the WAL over at most once per BACKSTOP pages; a row
     // is one page of text plus at most a few b-tree pages, so 4 frames per row bounds it from above.
     const backstopRestartsAtMost = (rows: number) => Math.ceil((rows * 4) / BACKSTOP_AUTOCHECKPOINT_PAGES);
@@ -149,6 +157,62 @@ describe('WAL checkpoints in a worker thread', () => {
     expect(Number(count?.count)).toBe(written);
     // The writes overlapped checkpoints of the worker's that completed: the WAL started over after each.
     expect(restarts()).toBeGreaterThanOrEqual(10 + backstopRestartsAtMost(written));
+    expect(warnings).toEqual([]);
+  });
+
+  it('after a quiet moment the worker starts the WAL over itself, then leaves it; the main connection\'s next commit only appends', async () => {
+    // Quiet for this long (many of the test's intervals), the WAL is started over: until then the test reads it as the main connection left it.
+    const quietMs = 300;
+    const { dataSource, file } = await openFileDatabase(quietMs);
+    const observer = new Database(file, { readonly: true });
+    try {
+      // Past the size a WAL started over is cut back to.
+      await dataSource.transaction(async (manager) => {
+        for (let row = 0; row < 1500; row++) await manager.query('INSERT INTO filler (body) VALUES (?)', [PAGE_OF_TEXT]);
+      });
+      expect(fs.statSync(`${file}-wal`).size).toBeGreaterThan(WAL_SIZE_LIMIT_BYTES);
+      const saltAfterWrite = walSalt(file);
+
+      // Nothing more is written from the main connection: the worker starts the WAL over (and syncs its
+      // header), and cuts it back.
+      // (Its commit writes the new header first and cuts the file back last.)
+      await eventually(() => restartsSince(file, saltAfterWrite) > 0 && fs.statSync(`${file}-wal`).size <= WAL_SIZE_LIMIT_BYTES);
+      const saltByWorker = walSalt(file);
+      // Then it commits nothing more while nobody else does, for many times its interval and twice its quiet moment.
+      const version = observer.pragma('data_version', { simple: true });
+      await pause(2 * quietMs);
+      expect(observer.pragma('data_version', { simple: true })).toBe(version);
+
+      await dataSource.query('INSERT INTO filler (body) VALUES (?)', ['appended']);
+      await dataSource.transaction((manager) => manager.query('INSERT INTO filler (body) VALUES (?)', ['appended too']));
+
+      expect(walSalt(file)).toBe(saltByWorker);
+      const [count] = (await dataSource.query('SELECT COUNT(*) AS count FROM filler')) as { count: number }[];
+      expect(Number(count?.count)).toBe(1502);
+    } finally {
+      observer.close();
+    }
+  });
+
+  it('two workers on one file do not answer each other\'s commit that starts the WAL over', async () => {
+    const { dataSource, file } = await openFileDatabase();
+    // A second instance's checkpointer on the same file: each sees the other's commits.
+    const secondConnection = new Database(file);
+    const observer = new Database(file, { readonly: true });
+    const second = await startSqliteCheckpointer(secondConnection, file, { logger, intervalMs: TEST_INTERVAL_MS });
+    try {
+      await dataSource.query('INSERT INTO filler (body) VALUES (?)', [PAGE_OF_TEXT]);
+      await pause(200);
+      const version = observer.pragma('data_version', { simple: true });
+
+      await pause(400);
+
+      expect(observer.pragma('data_version', { simple: true })).toBe(version);
+    } finally {
+      await second.stop();
+      secondConnection.close();
+      observer.close();
+    }
     expect(warnings).toEqual([]);
   });
 
