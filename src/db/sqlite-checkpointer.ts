@@ -23,14 +23,16 @@
  * (2026-12-02), that was 115 syncs (0.75 ms at the median, 5.2 ms at most)
  * and 25 cuts, eight of them 10–22 ms: 285 ms in all, each a stall of the
  * event loop, most often at a run's first step after a pause. So when the
- * database has been quiet for QUIET_MS, the worker checkpoints and, if that
- * took in the whole WAL, starts it over itself with a commit that changes
+ * database has been quiet for QUIET_MS, the worker's next checkpoint (still
+ * at most one per CHECKPOINT_INTERVAL_MS; one that falls due while commits
+ * follow each other waits up to QUIET_MS for a pause) is followed, if it took
+ * in the whole WAL, by a start-over of its own with a commit that changes
  * nothing (`user_version` set to its own value): the sync and the cut are the
  * worker's, and the main connection's next commit only appends (the same run
  * after: 16 syncs and 3 cuts of 1.2–1.4 ms on the main thread). While writes
  * follow each other without such a pause, checkpoints run every
- * CHECKPOINT_INTERVAL_MS as before, and a commit on the main thread may still
- * start the WAL over. Quiet is read from `data_version`
+ * CHECKPOINT_INTERVAL_MS + QUIET_MS, and a commit on the main thread may
+ * still start the WAL over. Quiet is read from `data_version`
  * (it changes when another connection commits), polled every POLL_MS; a
  * worker that has started the WAL over does nothing more until another
  * connection writes.
@@ -117,9 +119,6 @@ let changedAt = Date.now();
 let checkpointedAt = 0;
 // The data_version at which the WAL was last left started over (or found a single frame long: see below).
 let settled = null;
-// The data_version of the last checkpoint after a quiet moment: one that did not take the whole WAL in
-// (a reader still needs part of it) is tried again at the interval, not at every poll.
-let triedQuiet = null;
 function pass() {
   const now = Date.now();
   const current = dataVersion.get();
@@ -129,9 +128,9 @@ function pass() {
   }
   if (current === settled) return;
   const quiet = now - changedAt >= quietMs;
-  if (now - checkpointedAt < (quiet && triedQuiet !== current ? 0 : intervalMs)) return;
+  // A checkpoint due while commits still follow each other waits up to quietMs for them to pause.
+  if (now - checkpointedAt < intervalMs + (quiet ? 0 : quietMs)) return;
   checkpointedAt = now;
-  if (quiet) triedQuiet = current;
   const [result] = database.pragma('wal_checkpoint(PASSIVE)');
   if (!quiet || result.busy !== 0 || result.log !== result.checkpointed) return;
   // One frame is what such a commit leaves (this worker's or another instance's on the same file):

@@ -91,7 +91,8 @@ describe('WAL checkpoints in a worker thread', () => {
     await database?.drop();
   });
 
-  async function openFileDatabase(quietMs?: number) {
+  /** `quietMs` short by default: the worker's own commits then meet the test's writes often. */
+  async function openFileDatabase(quietMs = TEST_INTERVAL_MS) {
     database = await createTestDatabase('sqlite');
     if (database.config.kind !== 'sqlite') throw new Error('unreachable');
     opened = await createDataSource({ database: database.config, schemaMode: 'own', sqliteCheckpoints: { logger, intervalMs: TEST_INTERVAL_MS, quietMs } });
