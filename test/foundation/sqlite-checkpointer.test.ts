@@ -3,8 +3,9 @@
  * inside a commit on the main thread (src/db/sqlite-checkpointer.ts). The
  * worker is seen through the `Worker` constructor, wrapped by a spy; the WAL
  * through its file: salt-1 in its header goes up each time a commit starts
- * the WAL over, which it only does after a complete checkpoint; and commits through `data_version` on a connection of the
- * test's own, which changes whenever another connection commits.
+ * the WAL over, which it only does after a complete checkpoint; commits
+ * through `data_version` on a connection of the test's own, which changes
+ * whenever another connection commits.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -175,8 +176,7 @@ describe('WAL checkpoints in a worker thread', () => {
       const saltAfterWrite = walSalt(file);
 
       // Nothing more is written from the main connection: the worker starts the WAL over (and syncs its
-      // header), and cuts it back.
-      // (Its commit writes the new header first and cuts the file back last.)
+      // header), and cuts it back (its commit writes the new header first and cuts the file last).
       await eventually(() => restartsSince(file, saltAfterWrite) > 0 && fs.statSync(`${file}-wal`).size <= WAL_SIZE_LIMIT_BYTES);
       const saltByWorker = walSalt(file);
       // Then it commits nothing more while nobody else does, for many times its interval and twice its quiet moment.
