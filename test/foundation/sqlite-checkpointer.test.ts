@@ -174,10 +174,18 @@ describe('WAL checkpoints in a worker thread', () => {
       });
       expect(fs.statSync(`${file}-wal`).size).toBeGreaterThan(WAL_SIZE_LIMIT_BYTES);
       const saltAfterWrite = walSalt(file);
+      // Read before the worker can commit (it waits quietMs for quiet first).
+      const versionAfterWrite = observer.pragma('data_version', { simple: true });
 
       // Nothing more is written from the main connection: the worker starts the WAL over (and syncs its
-      // header), and cuts it back (its commit writes the new header first and cuts the file last).
-      await eventually(() => restartsSince(file, saltAfterWrite) > 0 && fs.statSync(`${file}-wal`).size <= WAL_SIZE_LIMIT_BYTES);
+      // header), cuts it back, and commits. SQLite resets and cuts the WAL when the commit begins, so the
+      // file shows both before the commit is done: only a new data_version says that it is.
+      await eventually(
+        () =>
+          restartsSince(file, saltAfterWrite) > 0 &&
+          fs.statSync(`${file}-wal`).size <= WAL_SIZE_LIMIT_BYTES &&
+          observer.pragma('data_version', { simple: true }) !== versionAfterWrite,
+      );
       const saltByWorker = walSalt(file);
       // Then it commits nothing more while nobody else does, for many times its interval and twice its quiet moment.
       const version = observer.pragma('data_version', { simple: true });
