@@ -178,8 +178,8 @@ describe('WAL checkpoints in a worker thread', () => {
       const versionAfterWrite = observer.pragma('data_version', { simple: true });
 
       // Nothing more is written from the main connection: the worker starts the WAL over (and syncs its
-      // header), cuts it back, and commits. SQLite resets and cuts the WAL when the commit begins, so the
-      // file shows both before the commit is done: only a new data_version says that it is.
+      // header), cuts it back, and commits. The WAL's new header is in the file before that commit is
+      // done (it is written, then synced, with the commit's frame): only a new data_version says it is.
       await eventually(
         () =>
           restartsSince(file, saltAfterWrite) > 0 &&
