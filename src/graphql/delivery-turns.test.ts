@@ -1,10 +1,10 @@
 import type { IncomingMessage } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import WebSocket, { WebSocketServer } from 'ws';
-import { DeliveryTurns, HELD_BYTES_LIMIT, SMALL_AUDIENCE, nextFrame, textFrame } from './trace-fanout';
+import { DeliveryTurns, HELD_BYTES_LIMIT, nextFrame, textFrame } from './trace-fanout';
 
-/** An audience whose chain's first live frame is written at once (see SMALL_AUDIENCE). */
-const LARGE = SMALL_AUDIENCE + 1;
+/** An audience of more than one watcher: each live frame written at once (see DeliveryTurns.push). */
+const LARGE = 1000;
 
 interface Peer {
   /** The server's side of the connection. */
@@ -130,7 +130,7 @@ describe('DeliveryTurns', () => {
       const [busy, other] = peers as [Peer, Peer];
       expect(turns.accepts(busy.socket, busy.tcp)).toBe(true);
       turns.push(busy.socket, busy.tcp, textFrame('live 1'), 'step 1', LARGE);
-      // The chain's first live frame is not corked: on its way before the chain of work settles.
+      // A larger audience's live frame is not corked: on its way before the chain of work goes on.
       expect(busy.tcp.writableLength).toBe(0);
       const reply = turns.send(busy.socket, busy.tcp, textFrame('reply'));
       turns.push(other.socket, other.tcp, textFrame('other'), 'step 2', LARGE);
@@ -140,39 +140,6 @@ describe('DeliveryTurns', () => {
       await eventually(() => busy.received.length === 3 && other.received.length === 1);
       expect(busy.received).toEqual(['live 1', 'reply', 'live 2']);
       expect(other.received).toEqual(['other']);
-    } finally {
-      await close();
-    }
-  });
-
-  it('for a large audience, writes a socket\'s first live frame of a chain of work at once, and corks the ones the same chain adds after it', async () => {
-    const { peers, close } = await connect(2);
-    try {
-      const turns = new DeliveryTurns(1024);
-      const [watcher, other] = peers as [Peer, Peer];
-      turns.push(watcher.socket, watcher.tcp, textFrame('answer'), 'step 1', LARGE);
-      // The provider's answer leaves at once, for every watcher.
-      expect(watcher.tcp.writableCorked).toBe(0);
-      expect(watcher.tcp.writableLength).toBe(0);
-      turns.push(other.socket, other.tcp, textFrame('answer'), 'step 1', LARGE);
-      expect(other.tcp.writableCorked).toBe(0);
-      // What the same chain stores after it waits for the chain to settle, then leaves in one write.
-      turns.push(watcher.socket, watcher.tcp, textFrame('tool'), 'step 2', LARGE);
-      expect(watcher.tcp.writableCorked).toBe(1);
-      await Promise.resolve();
-      turns.push(watcher.socket, watcher.tcp, textFrame('request'), 'step 3', LARGE);
-      expect(watcher.tcp.writableCorked).toBe(1);
-      expect(watcher.tcp.writableLength).toBeGreaterThan(0);
-      await eventually(() => watcher.received.length === 3 && other.received.length === 1);
-      expect(watcher.tcp.writableCorked).toBe(0);
-      expect(watcher.received).toEqual(['answer', 'tool', 'request']);
-      expect(other.received).toEqual(['answer']);
-      // The next chain's first frame goes at once again.
-      turns.push(watcher.socket, watcher.tcp, textFrame('next answer'), 'step 4', LARGE);
-      expect(watcher.tcp.writableCorked).toBe(0);
-      expect(watcher.tcp.writableLength).toBe(0);
-      await eventually(() => watcher.received.length === 4);
-      expect(watcher.received).toEqual(['answer', 'tool', 'request', 'next answer']);
     } finally {
       await close();
     }
@@ -212,23 +179,56 @@ describe('DeliveryTurns', () => {
     }
   });
 
-  it('for a small audience (2 to SMALL_AUDIENCE watchers), writes every live frame at once, uncorked', async () => {
+  it('for more than one watcher, writes every live frame of a chain of work at once, each in its own write', async () => {
     const { peers, close } = await connect(2);
     try {
-      const turns = new DeliveryTurns(1024);
-      for (const audience of [2, SMALL_AUDIENCE]) {
+      const turns = new DeliveryTurns(1 << 20);
+      for (const audience of [2, LARGE]) {
         const [watcher, other] = peers as [Peer, Peer];
         const before = watcher.received.length;
+        const otherBefore = other.received.length;
+        const readsBefore = watcher.reads();
         turns.push(watcher.socket, watcher.tcp, textFrame(`answer ${audience}`), `step 1 of ${audience}`, audience);
         turns.push(other.socket, other.tcp, textFrame(`answer ${audience}`), `step 1 of ${audience}`, audience);
-        turns.push(watcher.socket, watcher.tcp, textFrame(`tool ${audience}`), `step 2 of ${audience}`, audience);
         // Each step on its way before the chain goes on: nothing held in a cork.
         expect(watcher.tcp.writableCorked).toBe(0);
         expect(watcher.tcp.writableLength).toBe(0);
         expect(other.tcp.writableCorked).toBe(0);
-        await eventually(() => watcher.received.length === before + 2);
+        await eventually(() => watcher.received.length === before + 1);
+        // Later in the same chain of work (after an await): written at once as well, not corked behind the first.
+        await Promise.resolve();
+        turns.push(watcher.socket, watcher.tcp, textFrame(`tool ${audience}`), `step 2 of ${audience}`, audience);
+        expect(watcher.tcp.writableCorked).toBe(0);
+        expect(watcher.tcp.writableLength).toBe(0);
+        await eventually(() => watcher.received.length === before + 2 && other.received.length === otherBefore + 1);
         expect(watcher.received.slice(before)).toEqual([`answer ${audience}`, `tool ${audience}`]);
+        expect(watcher.reads() - readsBefore).toBe(2);
       }
+    } finally {
+      await close();
+    }
+  });
+
+  it('writes a large audience\'s whole chain of work (some four steps to 1,000 watchers) in the turn it is stored in', async () => {
+    const { peers, close } = await connect(4);
+    try {
+      // The production budget: the chain's four steps, each written to 1,000 sockets (here 4 sockets
+      // stand for them, pushed 250 times each), leave in the turn; none waits for a later one.
+      const turns = new DeliveryTurns(65_536);
+      for (let sequence = 1; sequence <= 4; sequence += 1) {
+        const step = { sequence };
+        for (let i = 0; i < 250; i += 1) for (const peer of peers) turns.push(peer.socket, peer.tcp, textFrame(`step ${sequence}`), step, LARGE);
+        expect(turns.waitingCount).toBe(0);
+      }
+      // Some eight such steps fill the turn: the ones after them wait for the next turn, in order.
+      for (let sequence = 5; sequence <= 12; sequence += 1) {
+        const step = { sequence };
+        for (let i = 0; i < 250; i += 1) for (const peer of peers) turns.push(peer.socket, peer.tcp, textFrame(`step ${sequence}`), step, LARGE);
+      }
+      expect(turns.waitingCount).toBeGreaterThan(0);
+      await eventually(() => peers.every((peer) => peer.received.length === 12 * 250));
+      const expected = Array.from({ length: 12 }, (_, i) => Array<string>(250).fill(`step ${i + 1}`)).flat();
+      for (const peer of peers) expect(peer.received).toEqual(expected);
     } finally {
       await close();
     }

@@ -49,9 +49,8 @@
  *    larger writes, and a step reaches all its watchers within one pass.
  *    The live steps one chain of the run's work stores (the provider's
  *    answer, the tool's result, the next request) leave by audience (see
- *    `SMALL_AUDIENCE`): a single watcher's in one write when the chain
- *    settles; up to 32 watchers', each at once; a larger audience's answer
- *    at once and the rest of its chain corked after it.
+ *    `push`): a single watcher's in one write when the chain settles; a
+ *    larger audience's each at once, on its own.
  *    A sender goes on at once while little is buffered for its socket, and
  *    waits for the write once `HELD_BYTES_LIMIT` is: a slow reader holds back
  *    only its own subscription, whose bounded queue then reports lag.
@@ -194,41 +193,20 @@ export function serveSubscriptions<P extends Record<PropertyKey, unknown>, E ext
 /**
  * Work per event-loop turn (see DeliveryTurns), counted in frames, a socket's
  * write counting as `WRITE_COST` frames: a frame costs about 1.5 µs and a write
- * (a system call) some 15–30 µs, so a turn writes one step to some 1,800
- * sockets and stays within about 20–30 ms. A turn must hold a whole step for
- * the audience it serves: at 8,192 (some 900 sockets) the last hundred of
- * 1,000 watchers waited for the next turn, behind the run's own work, and a
- * step reached them over 74–88 ms instead of 41–45 ms (spread p99, against
- * the baseline's 32–60 ms; runs-fanout, 2026-12-01), for a loop wait of
- * 10 ms instead of 14 ms either way (answer → stored step p50). Smaller
- * turns (1,024, 4,096) let the provider's answer in sooner but made every
- * pass over 1,000 sockets longer, with more writes (each carries fewer
- * frames): 1,000 watchers got a step over 120–240 ms. A count, not a clock:
- * on a busy machine a clock budget mistook time spent descheduled for work
- * and slowed to a socket or two per turn.
+ * (a system call) some 10–15 µs, so a turn writes some 8,000 sockets, about
+ * 100 ms of work at most. A turn holds a whole chain of work (the provider's
+ * answer, the tool's result, the next request: some four steps, 32,000) for
+ * 1,000 watchers, each step written to every socket on its own (see `push`).
+ * A chain split over turns leaves its later steps in the sockets' backlogs,
+ * where they merge with the steps after them and the clients read several
+ * at once: with a turn of 16,384 such merged writes were the spread's worst
+ * steps (runs-fanout, 2026-12-03). Larger audiences still take turns, so
+ * that a run watched by many thousands leaves the event loop to other work
+ * in between. A count, not a clock: on a busy machine a clock budget mistook
+ * time spent descheduled for work and slowed to a socket or two per turn.
  */
-const FRAMES_PER_TURN = 16384;
+const FRAMES_PER_TURN = 65_536;
 const WRITE_COST = 8;
-/**
- * How a chain of work's live steps (the provider's answer, then the tool's result and the next
- * request, stored one after the other) are written, by the number of watchers of one group (see
- * createSharedSubscribe):
- * - one watcher: all of them in one write when the chain settles. The loop does not wait for a
- *   write inside its chain and the reader is woken once a round; with nobody else watching there
- *   is no spread to keep. A step then waits for what its chain does after it: 0.3–0.6 ms at the
- *   median, and 2 ms for the run's final answer, held behind the work that ends the run
- *   (runs-fanout BYSEQ, 2026-12-02). Written at once instead, the steps reached the client sooner
- *   but the writes inside the chain slowed the loop as much: p99 0.76–1.30× the baseline's in eleven
- *   turns, against 0.81–1.23× in thirteen turns corked, and CPU per delivery 0.78–1.69×, against
- *   0.49–1.12×;
- * - up to SMALL_AUDIENCE watchers: each step at once, on its own. A step's fan-out is short, and
- *   steps that share a write share their delays: with the chain corked together at 10 watchers, one
- *   reader woken late made four steps late, and the spread p99 was 1.02–1.85× the baseline's in
- *   seven turns of eight, against 0.75–0.87× in three turns of every step written at once;
- * - more: the answer at once, the rest of its chain corked after it (one write for them). The
- *   answer's fan-out outlasts the chain, and the chain's other steps then leave in half the writes.
- */
-export const SMALL_AUDIENCE = 32;
 /** Bytes a socket may have waiting before its sender waits for them to be written. */
 export const HELD_BYTES_LIMIT = 64 * 1024;
 
@@ -259,8 +237,6 @@ export class DeliveryTurns {
   private readonly backlogs = new Map<Socket, Backlog>();
   /** Sockets corked in the current chain of work; uncorked once it settles. */
   private readonly corked = new Set<Socket>();
-  /** Sockets that were written a large audience's live frame at once in the current chain of work. */
-  private readonly firstInChain = new Set<Socket>();
   private turnOpen = false;
   private spentThisTurn = 0;
   /** The step whose frames `push` wrote last in this turn. */
@@ -282,25 +258,33 @@ export class DeliveryTurns {
 
   /**
    * Takes a frame nobody waits for (check `accepts` first): written now or, in order, in a later turn.
-   * `audience` is how many subscriptions take this step with this frame's payload: written now, the
-   * frame is written at once or joins the socket's cork until the chain of work settles, as
-   * SMALL_AUDIENCE describes. `step` is what the frame carries, the same object for every watcher of
-   * it: a step whose frames began to be written in this turn has the rest written in it as well, past
-   * the turn's budget, so that it reaches its whole audience in one pass (split, its last watchers
-   * would wait behind the run's work for the next turn). The budget then holds back the steps after it.
+   * `audience` is how many subscriptions take this step with this frame's payload. Written now:
+   * - for a single watcher, the frame joins the socket's cork until the chain of work settles, and the
+   *   chain's steps leave in one write. The loop does not wait for a write inside its chain and the
+   *   reader is woken once a round; with nobody else watching there is no spread to keep. Written at
+   *   once instead, the writes inside the chain slowed the loop: p99 0.76–1.30× the baseline's in
+   *   eleven turns, against 0.81–1.23× in thirteen turns corked, and CPU per delivery 0.78–1.69×
+   *   against 0.49–1.12× (runs-fanout, 2026-12-02);
+   * - for more, each step at once, on its own. Steps that share a write share their delays: a
+   *   client woken late reads them all late. At 10 watchers, with a chain's steps corked together, the
+   *   spread p99 was 1.02–1.85× the baseline's in seven turns of eight, against 0.75–0.87× each on
+   *   its own (2026-12-01). At 1,000, with the answer on its own and the rest of its chain corked,
+   *   1.29× and 2.29×; each step on its own, 0.66–1.11× in thirteen turns (median 0.92×), and the p99
+   *   65–104.6 ms against 107–124 ms, for more CPU per delivery (10.2–16.9 µs against 7.2–8.5 µs,
+   *   still under a third of the baseline's; runs-fanout, 2026-12-03);
+   * `step` is what the frame carries, the same object for every watcher of it: a step whose frames
+   * began to be written in this turn has the rest written in it as well, past the turn's budget, so
+   * that it reaches its whole audience in one pass (split, its last watchers would wait behind the
+   * run's work for the next turn). The budget then holds back the steps after it.
    */
   push(socket: WebSocket, tcp: Socket, frame: Buffer, step: unknown, audience: number): void {
     if (this.mayWriteNow() || (step === this.stepOfTurn && this.head === this.ring.length)) {
       this.stepOfTurn = step;
-      if (audience === 1 || (audience > SMALL_AUDIENCE && this.firstInChain.has(tcp))) {
+      if (audience === 1) {
         dropOnFailure(this.writeOne(socket, tcp, frame));
         return;
       }
       this.spentThisTurn += WRITE_COST;
-      if (audience > SMALL_AUDIENCE) {
-        this.firstInChain.add(tcp);
-        this.queueFlushOnce();
-      }
       dropOnFailure(write(socket, tcp, frame));
     } else {
       this.enqueue(socket, tcp, { frame, done: null });
@@ -390,7 +374,6 @@ export class DeliveryTurns {
     this.flushQueued = false;
     for (const tcp of this.corked) tcp.uncork();
     this.corked.clear();
-    this.firstInChain.clear();
   };
 }
 

@@ -18,7 +18,7 @@ describe('the server\'s Node flags', () => {
 
   it('the Docker image sets the same flags as NODE_OPTIONS', () => {
     const dockerfile = fs.readFileSync(path.join(root, 'docker/Dockerfile'), 'utf8');
-    const [, options] = /NODE_OPTIONS=(\S+|"[^"]*")/.exec(dockerfile) ?? [];
+    const [, options] = /NODE_OPTIONS=("[^"]*"|\S+)/.exec(dockerfile) ?? [];
     expect(options?.replace(/^"|"$/g, '')).toBe(manifest.config.nodeFlags);
   });
 
