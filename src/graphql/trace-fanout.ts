@@ -205,7 +205,7 @@ export function serveSubscriptions<P extends Record<PropertyKey, unknown>, E ext
  * in between. A count, not a clock: on a busy machine a clock budget mistook
  * time spent descheduled for work and slowed to a socket or two per turn.
  */
-const FRAMES_PER_TURN = 65_536;
+export const FRAMES_PER_TURN = 65_536;
 const WRITE_COST = 8;
 /** Bytes a socket may have waiting before its sender waits for them to be written. */
 export const HELD_BYTES_LIMIT = 64 * 1024;
