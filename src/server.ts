@@ -22,7 +22,8 @@ import type { GraphQLContext } from './graphql/context';
 import { DocumentCache } from './graphql/document-cache';
 import { createErrorFormatter } from './graphql/format-error';
 import { createLoaders } from './graphql/loaders';
-import { costRefusal, oversizedAnswer, parseOptionsFor, type QueryLimits, validationRulesFor } from './graphql/query-limits';
+import { costRefusal, overBudgetAnswer, oversizedAnswer, parseOptionsFor, type QueryLimits, validationRulesFor } from './graphql/query-limits';
+import { AnswerBudget } from './shared/answer-budget';
 import { stringifyResponse } from './graphql/raw-json';
 import { buildAppSchema } from './graphql/schema';
 import { type GuardedConnection, revokedTokenError, SocketGuards } from './graphql/socket-guards';
@@ -212,6 +213,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
     logger,
     requestId,
     trace,
+    answer: new AnswerBudget(limits.maxResponseBytes),
   });
 
   const formatError = createErrorFormatter(logger);
@@ -276,7 +278,12 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         ctx.extra.socket.once('close', () => guards.closed(guarded));
         return true;
       },
-      context: (ctx) => ({ ...(ctx.extra.context as GraphQLContext), loaders: createLoaders(services) }),
+      // A query's answer has its own budget; a subscription's events are each checked when written (refuse).
+      context: (ctx, _id, _payload, args) => ({
+        ...(ctx.extra.context as GraphQLContext),
+        loaders: createLoaders(services),
+        answer: getOperationAST(args.document, args.operationName)?.operation === 'subscription' ? AnswerBudget.unlimited() : new AnswerBudget(limits.maxResponseBytes),
+      }),
       // Errors over the socket get the same codes and masking as over HTTP.
       onError: (_ctx, _id, _payload, errors) => formatErrors(errors) as unknown as GraphQLError[],
       ...operations.subscriptionHooks,
@@ -287,6 +294,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
       finish: formatResult,
       // No answer over the socket is larger than over HTTP.
       refuse: (json) => oversizedAnswer(limits, json),
+      refuseResult: (result, args) => overBudgetAnswer(limits, result, (args.contextValue as GraphQLContext | undefined)?.answer),
       onInternalError: (error) => logger.error({ err: error }, 'graphql-ws message handling failed'),
     },
   );
@@ -313,6 +321,18 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         },
       },
       jsonClientStatusPlugin(),
+      {
+        // An answer its readers stopped, or too large to serialise, is replaced by one clear error before it is written.
+        async requestDidStart() {
+          return {
+            async willSendResponse({ response, contextValue }) {
+              if (response.body.kind !== 'single') return;
+              const refused = overBudgetAnswer(limits, response.body.singleResult, contextValue.answer);
+              if (refused) response.body.singleResult = formatResult(refused) as typeof response.body.singleResult;
+            },
+          };
+        },
+      },
       {
         // The cost needs the variables, which validation rules do not see.
         async requestDidStart() {

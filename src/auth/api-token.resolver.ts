@@ -1,4 +1,5 @@
-import { Arg, Authorized, Ctx, Field, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { CATALOGUE_ROWS, listRows } from '../graphql/query-limits';
+import { Arg, Authorized, Ctx, Extensions, Field, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import type { GraphQLContext } from '../graphql/context';
 import { DateTimeScalar } from '../graphql/scalars';
 import { fromUnix } from '../shared/time';
@@ -37,6 +38,7 @@ export class ApiTokenResolver {
 
   @Authorized(Role.ADMIN)
   @Query(() => [ApiToken])
+  @Extensions(listRows(CATALOGUE_ROWS))
   async apiTokens(@Ctx() { services }: GraphQLContext): Promise<ApiToken[]> {
     return (await services.tokens.list()).map((t) => ({ uid: t.uid, name: t.name, role: t.role, prefix: t.prefix, createdAt: fromUnix(t.createdAt) }));
   }

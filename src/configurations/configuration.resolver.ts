@@ -1,9 +1,10 @@
 import type { FieldNode, GraphQLResolveInfo } from 'graphql';
-import { Arg, Authorized, Ctx, FieldResolver, Info, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { Arg, Authorized, Ctx, Extensions, FieldResolver, Info, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { DEFAULT_VERSION_PAGE, VERSIONS_DESCRIPTION, versionPage } from '../prompt-history/prompt-history.service';
 import { Role, roleAtLeast } from '../auth/roles';
 import { type ConnectionView, toConnection } from '../graphql/connection';
 import type { GraphQLContext } from '../graphql/context';
-import { COMPOSED_PROMPT_COST } from '../graphql/query-limits';
+import { CATALOGUE_ROWS, COMPOSED_PROMPT_COST, listRows } from '../graphql/query-limits';
 import { phpObjectJson, type RawJson } from '../graphql/raw-json';
 import { JSONScalar } from '../graphql/scalars';
 import { LlmModel, toLlmModel } from '../providers/provider.types';
@@ -106,6 +107,7 @@ export class ConfigurationResolver {
   }
 
   @FieldResolver(() => [PromptSnippet], { description: 'What the tags select now: tag order, then sorting and name; hidden and duplicate snippets dropped.' })
+  @Extensions(listRows(CATALOGUE_ROWS))
   async selectedSnippets(@Root() configuration: LlmConfiguration, @Ctx() { loaders }: GraphQLContext): Promise<PromptSnippet[]> {
     return loaders.snippetViews(selectedSnippetsOf(configuration.entity, await loaders.activeSnippets()));
   }
@@ -130,6 +132,7 @@ export class ConfigurationResolver {
   }
 
   @FieldResolver(() => [Skill], { description: 'Attached skills in injection order.' })
+  @Extensions(listRows(CATALOGUE_ROWS))
   async skills(@Root() configuration: LlmConfiguration, @Ctx() { loaders }: GraphQLContext): Promise<Skill[]> {
     return (await loaders.skillsByConfigurationUid.load(configuration.uid)).map(toSkill);
   }
@@ -166,9 +169,14 @@ export class ConfigurationResolver {
     };
   }
 
-  @FieldResolver(() => [ConfigurationVersion], { description: 'Newest first; version 1 is the first state the service saw.' })
-  async versions(@Root() configuration: LlmConfiguration, @Ctx() { loaders }: GraphQLContext): Promise<ConfigurationVersion[]> {
-    return (await loaders.versionsByUid.configuration.load(configuration.uid)).map(toConfigurationVersion);
+  @FieldResolver(() => [ConfigurationVersion], { description: VERSIONS_DESCRIPTION })
+  async versions(
+    @Root() configuration: LlmConfiguration,
+    @Ctx() { loaders }: GraphQLContext,
+    @Arg('limit', () => Int, { nullable: true, defaultValue: DEFAULT_VERSION_PAGE }) limit: number | null = DEFAULT_VERSION_PAGE,
+    @Arg('before', () => Int, { nullable: true, description: 'Only versions older than this one: the last version of the page before.' }) before: number | null = null,
+  ): Promise<ConfigurationVersion[]> {
+    return (await loaders.versionsByUid.configuration.load({ uid: configuration.uid, page: versionPage(limit, before) })).map(toConfigurationVersion);
   }
 
   @Authorized(Role.VIEWER)

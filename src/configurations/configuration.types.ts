@@ -1,5 +1,6 @@
+import { CATALOGUE_ROWS, listRows } from '../graphql/query-limits';
 import { IsOptional, MaxLength } from 'class-validator';
-import { Field, Float, InputType, Int, ObjectType } from 'type-graphql';
+import { Extensions, Field, Float, InputType, Int, ObjectType } from 'type-graphql';
 import { connectionTypes } from '../graphql/connection';
 import { JSONScalar } from '../graphql/scalars';
 import { phpObjectJson, RawJson } from '../graphql/raw-json';
@@ -15,6 +16,7 @@ export class LlmConfiguration {
   @Field() name!: string;
   @Field(() => String, { nullable: true }) description!: string | null;
   @Field({ description: 'The configuration\'s own prompt, without snippets.' }) systemPrompt!: string;
+  @Extensions(listRows(CATALOGUE_ROWS))
   @Field(() => [String], { description: 'Normalised, first occurrence kept.' }) snippetTags!: string[];
   @Field(() => Float) temperature!: number;
   @Field(() => Int) maxTokens!: number;

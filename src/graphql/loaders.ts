@@ -2,7 +2,7 @@ import DataLoader from 'dataloader';
 import type { ConfigurationEntity } from '../configurations/configuration.entity';
 import type { ModelPriceEntity } from '../providers/model-price.entity';
 import type { ModelEntity } from '../providers/model.entity';
-import type { StoredVersion } from '../prompt-history/prompt-history.service';
+import type { StoredVersion, VersionPage } from '../prompt-history/prompt-history.service';
 import type { PromptLibrary } from '../prompt-history/prompt-library';
 import type { VersionedKind } from '../prompt-history/version-state';
 import type { ProviderEntity } from '../providers/provider.entity';
@@ -14,13 +14,19 @@ import type { PromptSnippetEntity } from '../snippets/snippet.entity';
 import { ActiveSnippetIndex } from '../snippets/snippet.service';
 import { type PromptSnippet, toPromptSnippet } from '../snippets/snippet.types';
 
+/** A record's page of versions (see PromptHistoryService.versionsOf). */
+export interface VersionsKey {
+  uid: number;
+  page: VersionPage;
+}
+
 /**
  * Per-request batching, so a list of 50 configurations with their models,
  * providers, skills and selected snippets costs a fixed number of queries.
  */
 export interface Loaders {
   /** The stored versions of each record, newest first, by kind and uid. */
-  versionsByUid: { [K in VersionedKind]: DataLoader<number, StoredVersion<K>[]> };
+  versionsByUid: { [K in VersionedKind]: DataLoader<VersionsKey, StoredVersion<K>[]> };
   /** Non-deleted configurations by uid (a run's configuration). */
   configurationByUid: DataLoader<number, ConfigurationEntity | null>;
   modelByUid: DataLoader<number, ModelEntity | null>;
@@ -156,11 +162,20 @@ class RequestLoaders implements Loaders {
   }
 
   // Batched but not cached: a later mutation of the same document may have written a version.
-  private versionsOf<K extends VersionedKind>(kind: K): DataLoader<number, StoredVersion<K>[]> {
-    return new DataLoader<number, StoredVersion<K>[]>(
-      async (uids) => {
-        const map = await this.services.history.versionsOf(kind, uids);
-        return uids.map((uid) => map.get(uid) ?? []);
+  private versionsOf<K extends VersionedKind>(kind: K): DataLoader<VersionsKey, StoredVersion<K>[]> {
+    return new DataLoader<VersionsKey, StoredVersion<K>[]>(
+      async (keys) => {
+        // One read per page shape (every record of a list asks for the same one).
+        const byPage = new Map<string, { page: VersionPage; uids: number[] }>();
+        for (const { uid, page } of keys) {
+          const shape = `${page.limit}:${page.before}`;
+          let group = byPage.get(shape);
+          if (!group) byPage.set(shape, (group = { page, uids: [] }));
+          group.uids.push(uid);
+        }
+        const read = new Map<string, Map<number, StoredVersion<K>[]>>();
+        for (const [shape, group] of byPage) read.set(shape, await this.services.history.versionsOf(kind, group.uids, group.page));
+        return keys.map(({ uid, page }) => read.get(`${page.limit}:${page.before}`)?.get(uid) ?? []);
       },
       { cache: false },
     );

@@ -10,10 +10,16 @@
  *    the cost of its selection;
  *  - a list multiplies its selection's cost by the rows it may return: its
  *    `limit` argument (or that argument's default; a limit above the largest
- *    page is left for the resolver to refuse, with its own message), else
- *    UNPAGED_LIST_ROWS; a list embedded in a stored record (EMBEDDED_LIST:
- *    a step's messages, a message's tool calls) counts as one row, since it
- *    is read with its record and its size is bounded by MAX_RESPONSE_BYTES;
+ *    page is left for the resolver to refuse, with its own message); without
+ *    one (or with `limit: null` where null means "all"), the bound its field
+ *    declares with `listRows(n)`. Every list of the schema declares one or
+ *    takes a size argument (a schema test checks it): a run's whole trace
+ *    counts as UNPAGED_STEPS_ROWS, a catalogue (providers, models, tags …) as
+ *    CATALOGUE_ROWS, a list stored inside its record (a step's messages, a
+ *    message's tool calls) as one row, since it is read with its record;
+ *  - what the rows weigh in bytes is not guessed here: the answer budget
+ *    (answer-budget.ts) counts the stored text as it is read and stops the
+ *    answer once it passes MAX_RESPONSE_BYTES;
  *  - a connection (`snippetsConnection(first:)` …) counts its `edges` and its
  *    `nodes` like a list of `first` rows (or that argument's default); its
  *    `pageInfo` and `totalCount` count once;
@@ -39,6 +45,7 @@ import {
 } from 'graphql';
 import { type ComplexityEstimator, getComplexity } from 'graphql-query-complexity';
 import { MAX_PAGE_SIZE } from '../db/record-rules';
+import { type AnswerBudget, AnswerTooLargeError, textSize } from '../shared/answer-budget';
 import { maxInputDepthRule } from './well-formed-text';
 
 export interface QueryLimits {
@@ -49,8 +56,21 @@ export interface QueryLimits {
   maxResponseBytes: number;
 }
 
-/** Rows assumed for a list without a `limit` argument (a configuration's snippets, a run's steps …). */
+/** Rows assumed for a list that declares no bound (none does in this schema: a schema test checks it). */
 export const UNPAGED_LIST_ROWS = 10;
+/**
+ * Rows of a catalogue kept by administrators and editors (providers, models,
+ * skills, tools, webhooks, tokens, a record's tags or capabilities): tens of
+ * rows, each small.
+ */
+export const CATALOGUE_ROWS = 10;
+/**
+ * Rows of a run's whole trace (`steps` without `limit`): a run at the most
+ * rounds (20) with one tool call a round stores 4 steps a round and five
+ * more. A longer trace is paged with `limit`, and its bytes are bounded by
+ * the answer budget either way.
+ */
+export const UNPAGED_STEPS_ROWS = 85;
 /**
  * A field that composes a prompt from every snippet its tags select (the
  * effective system prompt, the call options): tens of kilobytes each.
@@ -61,8 +81,13 @@ export const SCHEMA_INTROSPECTION_COST = 1000;
 /** One `__type`: one type described. */
 export const TYPE_INTROSPECTION_COST = 50;
 
-/** Field extensions of a list that is part of a stored record rather than rows of its own (see the module comment). */
-export const EMBEDDED_LIST = { embeddedList: true } as const;
+/** Field extensions declaring the rows a list without a size argument may hold (see the module comment). */
+export function listRows(rows: number): { listRows: number } {
+  return { listRows: rows };
+}
+
+/** Field extensions of a list that is part of a stored record rather than rows of its own: one row, read with its record. */
+export const EMBEDDED_LIST = listRows(1);
 
 /** Field extensions of a connection's `edges` and `nodes`: one row each, multiplied by the connection's `first`. */
 export const CONNECTION_ROWS = { connectionRows: true } as const;
@@ -95,14 +120,24 @@ export const fieldCost: ComplexityEstimator = ({ field, args, childComplexity, c
     return own + childComplexity - rowCost + pageRows(args.first, field.args.find((arg) => arg.name === 'first')) * rowCost;
   }
   if (!isListType(getNullableType(field.type))) return own + childComplexity;
-  if (field.extensions?.embeddedList === true) return own + childComplexity;
-  return own + pageRows(args.limit) * childComplexity;
+  return own + pageRows(args.limit, field.args.find((arg) => arg.name === 'limit'), declaredRows(field)) * childComplexity;
 };
 
-/** The rows a page may hold: its size argument (the argument's default when null), at most MAX_PAGE_SIZE; UNPAGED_LIST_ROWS without one. */
-function pageRows(size: unknown, argument?: GraphQLArgument): number {
+/** The bound a list declares with `listRows`, or null. */
+export function declaredRows(field: { extensions?: Readonly<Record<string, unknown>> | null }): number | null {
+  const rows = field.extensions?.listRows;
+  return typeof rows === 'number' && Number.isFinite(rows) ? rows : null;
+}
+
+/**
+ * The rows a page may hold: its size argument (the argument's default when
+ * null), at most MAX_PAGE_SIZE; without a size (a `limit` without default
+ * means "all"), the list's declared bound, else UNPAGED_LIST_ROWS.
+ */
+function pageRows(size: unknown, argument?: GraphQLArgument, declared: number | null = null): number {
   const rows = size ?? argument?.defaultValue;
-  return typeof rows === 'number' && Number.isFinite(rows) ? Math.min(Math.max(0, rows), MAX_PAGE_SIZE) : UNPAGED_LIST_ROWS;
+  if (typeof rows === 'number' && Number.isFinite(rows)) return Math.min(Math.max(0, rows), MAX_PAGE_SIZE);
+  return declared ?? UNPAGED_LIST_ROWS;
 }
 
 /** A field whose type is a connection: its type's `edges` are connection rows. */
@@ -150,6 +185,19 @@ export function costRefusal(
   return inputError(
     `The query is too costly: about ${Math.round(cost)} (MAX_QUERY_COST is ${limits.maxCost}). Ask for fewer rows (limit, first), fewer fields or fewer aliases.`,
   );
+}
+
+/**
+ * The answer sent instead of `result` when its readers already found it too
+ * large (the request's AnswerBudget), or when its text alone is past
+ * MAX_RESPONSE_BYTES (counted without serialising it, stopping at the
+ * limit); null when it may be serialised. Every answer, over HTTP and over
+ * graphql-ws, goes through here before it is written.
+ */
+export function overBudgetAnswer(limits: QueryLimits, result: unknown, budget: AnswerBudget | undefined): ExecutionResult | null {
+  if (!budget?.exceeded && textSize(result, limits.maxResponseBytes) <= limits.maxResponseBytes) return null;
+  const error = new AnswerTooLargeError(limits.maxResponseBytes);
+  return { data: null, errors: [new GraphQLError(error.message, { extensions: { code: error.code, http: { status: 400 } } })] };
 }
 
 /** The answer sent instead of one larger than MAX_RESPONSE_BYTES, or null when `json` may be sent. */

@@ -1,5 +1,6 @@
 import 'reflect-metadata';
-import { execute, parse, type ExecutionResult, type GraphQLSchema } from 'graphql';
+import { execute, getNullableType, isListType, isObjectType, parse, type ExecutionResult, type GraphQLSchema } from 'graphql';
+import { declaredRows } from './query-limits';
 import { SubscriberLaggedError } from '../shared/errors';
 import { buildAppSchema } from './schema';
 
@@ -36,5 +37,29 @@ describe('run subscription events resolve synchronously', () => {
     const result = run('subscription ($id: ID!) { runDeltas(runId: $id) { kind text round } }', { kind: 'content', text: 'Hel', round: 1 });
     expect(result).not.toBeInstanceOf(Promise);
     expect((result as ExecutionResult).data).toEqual({ runDeltas: { kind: 'content', text: 'Hel', round: 1 } });
+  });
+});
+
+/**
+ * The cost of a document multiplies a list's selection by the rows the list
+ * may return (query-limits.ts): every list of the API must say how many, by a
+ * size argument or a declared bound, or it would be costed by a guess.
+ */
+describe('every list of the API is costed by a bound it states', () => {
+  it('has a size argument (limit, first) or declares listRows', async () => {
+    const schema = await buildAppSchema();
+    const unbounded: string[] = [];
+    for (const type of Object.values(schema.getTypeMap())) {
+      if (type.name.startsWith('__') || !isObjectType(type)) continue;
+      for (const field of Object.values(type.getFields())) {
+        if (!isListType(getNullableType(field.type))) continue;
+        const sized = field.args.some((arg) => arg.name === 'limit' || arg.name === 'first');
+        const limitMeansAll = field.args.some((arg) => arg.name === 'limit' && arg.defaultValue === undefined);
+        const connectionRows = field.extensions?.connectionRows === true;
+        if (connectionRows || (sized && !limitMeansAll) || declaredRows(field) !== null) continue;
+        unbounded.push(`${type.name}.${field.name}`);
+      }
+    }
+    expect(unbounded).toEqual([]);
   });
 });

@@ -83,6 +83,8 @@ export interface SharedSubscribeOptions {
   finish(result: ExecutionResult): ExecutionResult;
   /** The answer to send instead of a result whose JSON may not be sent (e.g. too large), or null. Finished like any result. */
   refuse?(json: string): ExecutionResult | null;
+  /** The answer sent instead of an execution's result before it is serialised (its readers stopped it, or it is too large), or null. */
+  refuseResult?(result: ExecutionResult, args: ExecutionArgs): ExecutionResult | null;
 }
 
 export interface TraceFanoutOptions extends SharedSubscribeOptions {
@@ -127,6 +129,8 @@ export function serveSubscriptions<P extends Record<PropertyKey, unknown>, E ext
       if (own) return own;
       // A shared result is finished and checked already; its marker becomes its JSON in send().
       if (isPreSerialized(result)) return result as FormattedExecutionResult;
+      const stopped = fanout.refuseResult?.(result, args);
+      if (stopped) return preSerialized(fanout.finish(stopped)) as unknown as FormattedExecutionResult;
       // Any other result is serialised here too, so that RawJson values keep their exact text.
       const json = stringifyResponse(result);
       const refused = fanout.refuse?.(json);

@@ -1,4 +1,5 @@
-import { Arg, Authorized, Ctx, Int, Mutation, Query, Resolver } from 'type-graphql';
+import { CATALOGUE_ROWS, listRows } from '../graphql/query-limits';
+import { Arg, Authorized, Ctx, Extensions, Int, Mutation, Query, Resolver } from 'type-graphql';
 import { Role } from '../auth/roles';
 import type { GraphQLContext } from '../graphql/context';
 import type { McpServerEntity } from './mcp-server.entity';
@@ -8,6 +9,7 @@ import { CreateMcpServerInput, McpServer, toMcpServer, UpdateMcpServerInput } fr
 export class McpServerResolver {
   @Authorized(Role.ADMIN)
   @Query(() => [McpServer], { description: 'Every MCP server with its imported catalogue, by name.' })
+  @Extensions(listRows(CATALOGUE_ROWS))
   async mcpServers(@Ctx() { services }: GraphQLContext): Promise<McpServer[]> {
     const rows = await services.mcp.list();
     const catalogue = await services.mcp.catalogueOf(rows.map((row) => row.uid));

@@ -1,4 +1,5 @@
-import { Field, InputType, Int, ObjectType } from 'type-graphql';
+import { CATALOGUE_ROWS, listRows } from '../graphql/query-limits';
+import { Extensions, Field, InputType, Int, ObjectType } from 'type-graphql';
 import { DateTimeScalar, JSONScalar } from '../graphql/scalars';
 import { ToolInfo } from '../runs/run.types';
 import { fromUnix } from '../shared/time';
@@ -36,7 +37,9 @@ export class McpServer {
   @Field(() => Int) toolCount!: number;
   @Field(() => DateTimeScalar, { nullable: true, description: 'The last successful round trip (import or call).' }) lastContact!: Date | null;
   @Field(() => Int, { description: 'Duration of the round trip at lastContact.' }) lastLatencyMs!: number;
+  @Extensions(listRows(CATALOGUE_ROWS))
   @Field(() => [ToolInfo], { description: 'The imported tools that are not orphaned, as runs see them.' }) tools!: ToolInfo[];
+  @Extensions(listRows(CATALOGUE_ROWS))
   @Field(() => [McpTool], { description: 'The whole stored catalogue, orphaned tools last.' }) catalogue!: McpTool[];
 }
 

@@ -7,7 +7,8 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { ConfigurationSkillEntity } from '../configurations/configuration-skill.entity';
 import { ConfigurationEntity } from '../configurations/configuration.entity';
 import { ModelEntity } from '../providers/model.entity';
-import { NotFoundError } from '../shared/errors';
+import { checkPage, MAX_PAGE_SIZE } from '../db/record-rules';
+import { BadUserInputError, NotFoundError } from '../shared/errors';
 import { unixNow } from '../shared/time';
 import { parseSelectionTags, parseTags } from '../prompt/tags';
 import type { PromptChangeEvent, PromptEventBus } from './prompt-event-bus';
@@ -41,6 +42,26 @@ export interface StoredVersion<K extends VersionedKind = VersionedKind> {
   source: VersionSource;
   author: string | null;
   createdAt: number;
+}
+
+/** A page of versions: the newest `limit` (older than `before`, when set). */
+export interface VersionPage {
+  limit: number;
+  before: number | null;
+}
+
+/** Versions a page holds when the client does not say. */
+export const DEFAULT_VERSION_PAGE = 20;
+
+export const VERSIONS_DESCRIPTION = `Newest first (version 1 is the first state the service saw), ${DEFAULT_VERSION_PAGE} at a time unless \`limit\` says otherwise (at most ${MAX_PAGE_SIZE}); pass the last version of a page as \`before\` for the next one.`;
+
+/** A client's page of versions, checked: `limit` like every page, `before` a version number (1 or more) when given. */
+export function versionPage(limit: number | null | undefined, before: number | null | undefined): VersionPage {
+  const { limit: checked } = checkPage({ limit: limit ?? DEFAULT_VERSION_PAGE, offset: 0 });
+  if (before !== null && before !== undefined && (!Number.isInteger(before) || before < 1)) {
+    throw new BadUserInputError('before must be a version number (1 or more): pass the last version of the page you have', 'before');
+  }
+  return { limit: checked, before: before ?? null };
 }
 
 export interface ChangeOrigin {
@@ -146,14 +167,39 @@ export class PromptHistoryService {
   }
 
   /** The versions of each record, newest first, in one query (a list's `versions`). */
-  async versionsOf<K extends VersionedKind>(kind: K, uids: readonly number[]): Promise<Map<number, StoredVersion<K>[]>> {
+  /**
+   * One page of each record's versions, newest first: at most `page.limit`,
+   * only those older than `page.before` when given. The page is chosen on the
+   * versions' numbers first, so a record with hundreds of long versions
+   * costs what the page holds, not its whole history.
+   */
+  async versionsOf<K extends VersionedKind>(kind: K, uids: readonly number[], page: VersionPage): Promise<Map<number, StoredVersion<K>[]>> {
     const result = new Map<number, StoredVersion<K>[]>(uids.map((uid) => [uid, []]));
-    if (uids.length === 0) return result;
+    if (uids.length === 0 || page.limit === 0) return result;
+    const keys = this.dataSource
+      .getRepository(PromptVersionEntity)
+      .createQueryBuilder('v')
+      .select('v.id', 'id')
+      .addSelect('v.recordUid', 'recordUid')
+      .where('v.kind = :kind', { kind })
+      .andWhere('v.recordUid IN (:...uids)', { uids: [...new Set(uids)] })
+      .orderBy('v.recordUid', 'ASC')
+      .addOrderBy('v.version', 'DESC');
+    if (page.before !== null) keys.andWhere('v.version < :before', { before: page.before });
+    const taken = new Map<number, number>();
+    const ids: number[] = [];
+    for (const key of await keys.getRawMany<{ id: number | string; recordUid: number | string }>()) {
+      const recordUid = Number(key.recordUid);
+      const count = taken.get(recordUid) ?? 0;
+      if (count >= page.limit) continue;
+      taken.set(recordUid, count + 1);
+      ids.push(Number(key.id));
+    }
+    if (ids.length === 0) return result;
     const rows = await this.dataSource
       .getRepository(PromptVersionEntity)
       .createQueryBuilder('v')
-      .where('v.kind = :kind', { kind })
-      .andWhere('v.recordUid IN (:...uids)', { uids: [...new Set(uids)] })
+      .whereInIds(ids)
       .orderBy('v.recordUid', 'ASC')
       .addOrderBy('v.version', 'DESC')
       .getMany();

@@ -1,4 +1,5 @@
-import { Field, Float, Int, ObjectType } from 'type-graphql';
+import { CATALOGUE_ROWS, listRows } from '../graphql/query-limits';
+import { Extensions, Field, Float, Int, ObjectType } from 'type-graphql';
 import { LlmConfiguration } from '../configurations/configuration.types';
 import { DateTimeScalar, JSONScalar } from '../graphql/scalars';
 import { PromptSnippet } from '../snippets/snippet.types';
@@ -15,6 +16,7 @@ export class SnippetVersion {
   @Field() name!: string;
   @Field(() => String, { nullable: true }) description!: string | null;
   @Field() snippet!: string;
+  @Extensions(listRows(CATALOGUE_ROWS))
   @Field(() => [String]) tags!: string[];
   @Field(() => JSONScalar) metadata!: RawJson;
   @Field() isActive!: boolean;
@@ -32,6 +34,7 @@ export class ConfigurationVersion {
   @Field() identifier!: string;
   @Field() name!: string;
   @Field() systemPrompt!: string;
+  @Extensions(listRows(CATALOGUE_ROWS))
   @Field(() => [String]) snippetTags!: string[];
   @Field(() => String, { nullable: true, description: 'The model identifier at the time.' }) model!: string | null;
   @Field(() => Float) temperature!: number;
@@ -69,6 +72,7 @@ export class FieldChange {
 export class VersionDiffView {
   @Field(() => Int) from!: number;
   @Field(() => Int) to!: number;
+  @Extensions(listRows(CATALOGUE_ROWS))
   @Field(() => [FieldChange], { description: 'Every field whose value differs.' }) fields!: FieldChange[];
   @Field({ description: 'Unified diff of the main text (snippet text, system prompt, skill body); "" when it is unchanged.' }) textDiff!: string;
 }
@@ -127,6 +131,7 @@ export function toVersionDiff(diff: VersionDiff): VersionDiffView {
 @ObjectType({ simpleResolvers: true, description: 'A snippet in a configuration\'s prompt and why it is there.' })
 export class CompositionPart {
   @Field(() => PromptSnippet) snippet!: PromptSnippet;
+  @Extensions(listRows(CATALOGUE_ROWS))
   @Field(() => [String], { description: 'The configuration\'s tags that matched the snippet, in the configuration\'s order.' }) matchedTags!: string[];
   @Field({ description: 'The exact block it adds to the prompt ("Name:\\ntext"); "" when its text is empty.' }) text!: string;
 }
@@ -134,13 +139,16 @@ export class CompositionPart {
 @ObjectType({ simpleResolvers: true, description: 'A snippet the tags matched that is not in the prompt.' })
 export class DroppedSnippet {
   @Field(() => PromptSnippet) snippet!: PromptSnippet;
+  @Extensions(listRows(CATALOGUE_ROWS))
   @Field(() => [String]) matchedTags!: string[];
   @Field({ description: 'INACTIVE (is_active = 0), HIDDEN (the editorial switch) or DUPLICATE (an identifier already selected).' }) reason!: string;
 }
 
 @ObjectType({ simpleResolvers: true, description: 'Where each part of the effective prompt comes from.' })
 export class Composition {
+  @Extensions(listRows(CATALOGUE_ROWS))
   @Field(() => [CompositionPart], { description: 'The selected snippets in prompt order.' }) parts!: CompositionPart[];
+  @Extensions(listRows(CATALOGUE_ROWS))
   @Field(() => [DroppedSnippet]) dropped!: DroppedSnippet[];
 }
 
@@ -159,6 +167,7 @@ export class PromptChangeEventView {
   @Field() identifier!: string;
   @Field(() => Int, { nullable: true }) version!: number | null;
   @Field({ description: 'api or external' }) source!: string;
+  @Extensions(listRows(CATALOGUE_ROWS))
   @Field(() => [String], { description: 'Identifiers of the configurations whose prompt the change may alter.' }) affectedConfigurations!: string[];
   @Field(() => DateTimeScalar) at!: Date;
 }

@@ -1,4 +1,5 @@
-import { Arg, Authorized, Ctx, FieldResolver, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { CATALOGUE_ROWS, listRows } from '../graphql/query-limits';
+import { Arg, Authorized, Ctx, Extensions, FieldResolver, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import { Role } from '../auth/roles';
 import type { GraphQLContext } from '../graphql/context';
 import {
@@ -18,6 +19,7 @@ import {
 export class ProviderResolver {
   @Authorized(Role.VIEWER)
   @Query(() => [LlmProvider], { description: 'Every provider, by sorting then name.' })
+  @Extensions(listRows(CATALOGUE_ROWS))
   async providers(@Ctx() { services }: GraphQLContext): Promise<LlmProvider[]> {
     return (await services.providers.list()).map(toLlmProvider);
   }
@@ -59,6 +61,7 @@ export class ProviderResolver {
 export class ModelResolver {
   @Authorized(Role.VIEWER)
   @Query(() => [LlmModel], { description: 'Every model, by sorting then name.' })
+  @Extensions(listRows(CATALOGUE_ROWS))
   async models(@Ctx() { services }: GraphQLContext): Promise<LlmModel[]> {
     return (await services.models.list()).map(toLlmModel);
   }

@@ -1,5 +1,6 @@
+import { CATALOGUE_ROWS, listRows } from '../graphql/query-limits';
 import { IsOptional, MaxLength } from 'class-validator';
-import { Field, Float, InputType, Int, ObjectType } from 'type-graphql';
+import { Extensions, Field, Float, InputType, Int, ObjectType } from 'type-graphql';
 import { keyState } from './provider.service';
 import type { ModelEntity } from './model.entity';
 import type { ProviderEntity } from './provider.entity';
@@ -77,6 +78,7 @@ export class LlmModel {
   @Field() modelId!: string;
   @Field(() => Int, { description: '0 = unknown (8192 is assumed).' }) contextLength!: number;
   @Field(() => Int, { description: '0 = unknown.' }) maxOutputTokens!: number;
+  @Extensions(listRows(CATALOGUE_ROWS))
   @Field(() => [String]) capabilities!: string[];
   @Field(() => Int) defaultTimeout!: number;
   @Field(() => Int, { description: 'US cents per million input tokens.' }) costInput!: number;

@@ -1,8 +1,12 @@
-import { Arg, Authorized, Ctx, FieldResolver, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { Arg, Authorized, Ctx, FieldResolver, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { checkPage, MAX_PAGE_SIZE } from '../db/record-rules';
 import { Role } from '../auth/roles';
 import { LlmConfiguration } from '../configurations/configuration.types';
 import type { GraphQLContext } from '../graphql/context';
 import { ConfigurationRelease, toConfigurationRelease } from './release.types';
+
+/** Releases a configuration's `releases` lists when the client does not say. */
+const DEFAULT_RELEASE_PAGE = 20;
 
 @Resolver(() => LlmConfiguration)
 export class ConfigurationReleaseResolver {
@@ -26,8 +30,15 @@ export class ConfigurationReleaseResolver {
     return release ? toConfigurationRelease(release) : null;
   }
 
-  @FieldResolver(() => [ConfigurationRelease], { description: 'Every release of the configuration, newest first; a label means its newest one.' })
-  async releases(@Root() configuration: LlmConfiguration, @Ctx() { loaders }: GraphQLContext): Promise<ConfigurationRelease[]> {
-    return (await loaders.releasesByConfigurationUid.load(configuration.uid)).map(toConfigurationRelease);
+  @FieldResolver(() => [ConfigurationRelease], {
+    description: `The configuration's releases, newest first (a label means its newest one): the newest \`limit\` (default ${DEFAULT_RELEASE_PAGE}, at most ${MAX_PAGE_SIZE}).`,
+  })
+  async releases(
+    @Root() configuration: LlmConfiguration,
+    @Ctx() { loaders }: GraphQLContext,
+    @Arg('limit', () => Int, { nullable: true, defaultValue: DEFAULT_RELEASE_PAGE }) limit: number | null = DEFAULT_RELEASE_PAGE,
+  ): Promise<ConfigurationRelease[]> {
+    const page = checkPage({ limit: limit ?? DEFAULT_RELEASE_PAGE, offset: 0 });
+    return (await loaders.releasesByConfigurationUid.load(configuration.uid)).slice(0, page.limit).map(toConfigurationRelease);
   }
 }

@@ -5,7 +5,8 @@
  * runs this process executes and tells the reader which those are.
  */
 import { checkFirst, decodeCursor, type KeysetPage, readKeysetPage } from '../db/keyset';
-import { checkPage } from '../db/record-rules';
+import { checkPage, MAX_PAGE_SIZE } from '../db/record-rules';
+import { type AnswerBudget, textSize } from '../shared/answer-budget';
 import { checkLabel } from '../releases/release-rules';
 import { BadUserInputError, NotFoundError, SubscriberLaggedError } from '../shared/errors';
 import type { AgentRunEntity } from './agent-run.entity';
@@ -69,6 +70,20 @@ export interface RunReaderOptions {
 
 const DEFAULT_WATCHER_RECHECK_MS = 5_000;
 
+/** Rows of the first budgeted read of a trace: the next reads grow with what the rows weigh. */
+export const FIRST_BUDGETED_READ_ROWS = 8;
+
+/**
+ * Rows of the next budgeted read: the largest power of two that half the
+ * remaining budget fits at `rowBytes` a row, at least `rows`, at most
+ * MAX_PAGE_SIZE (powers of two keep the prepared statements few).
+ */
+export function nextReadRows(rows: number, rowBytes: number, remaining: number): number {
+  const fitting = Math.floor(remaining / 2 / Math.max(1, rowBytes));
+  const power = fitting >= 1 ? 2 ** Math.floor(Math.log2(fitting)) : 1;
+  return Math.min(MAX_PAGE_SIZE, Math.max(rows, power));
+}
+
 export class RunReader {
   /**
    * Live watchers that heard nothing for a while are told to read the table:
@@ -127,10 +142,45 @@ export class RunReader {
     return { ...page, rows: page.rows.map(({ row, cursor }) => ({ row: this.viewWith(row, ends.get(row.uid) ?? null), cursor })) };
   }
 
-  /** Stored steps after `afterSequence`; all of them, or one page of `limit` (validated like every page). */
-  async steps(runUid: number, afterSequence: number, limit: number | null = null): Promise<StoredStep[]> {
+  /**
+   * Stored steps after `afterSequence`; all of them, or one page of `limit`
+   * (validated like every page). Read for an answer with a budget: a few
+   * rows at a time, each read charged before the next (a step can hold a
+   * megabyte-long transcript), so a trace too large for the answer stops
+   * being read at the limit. `measure` counts what the answer takes of a
+   * step (by default all of it).
+   */
+  async steps(
+    runUid: number,
+    afterSequence: number,
+    limit: number | null = null,
+    budget?: AnswerBudget,
+    measure: (step: StoredStep, atMost: number) => number = textSize,
+  ): Promise<StoredStep[]> {
     if (limit !== null) checkPage({ limit, offset: 0 });
-    return this.store.stepsAfter(runUid, afterSequence, limit);
+    if (!budget) return this.store.stepsAfter(runUid, afterSequence, limit);
+    return budget.serially(async () => {
+      const steps: StoredStep[] = [];
+      let after = afterSequence;
+      let rows = FIRST_BUDGETED_READ_ROWS;
+      for (;;) {
+        const want = limit === null ? rows : Math.min(rows, limit - steps.length);
+        if (want <= 0) return steps;
+        budget.check();
+        const read = await this.store.stepsAfter(runUid, after, want);
+        let bytes = 0;
+        for (const step of read) {
+          const size = measure(step, budget.remaining + 1);
+          budget.charge(size);
+          bytes += size;
+          steps.push(step);
+        }
+        if (read.length < want) return steps;
+        after = read[read.length - 1].sequence;
+        // The next read holds what half the rest of the budget fits at this read's row size (at least as many rows again).
+        rows = nextReadRows(rows, bytes / read.length, budget.remaining);
+      }
+    });
   }
 
   view(row: AgentRunEntity): Promise<RunView> {

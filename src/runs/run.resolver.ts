@@ -1,10 +1,13 @@
 import { MAX_PAGE_SIZE } from '../db/record-rules';
-import { Arg, Authorized, Ctx, Extensions, FieldResolver, ID, Int, Mutation, Query, Resolver, Root, Subscription, type SubscribeResolverData } from 'type-graphql';
+import type { GraphQLResolveInfo } from 'graphql';
+import { Arg, Authorized, Ctx, Extensions, FieldResolver, ID, Info, Int, Mutation, Query, Resolver, Root, Subscription, type SubscribeResolverData } from 'type-graphql';
+import { selectedFieldNames } from '../graphql/selection';
+import { selectedSize } from '../shared/answer-budget';
 import { Role, roleAtLeast } from '../auth/roles';
 import { LlmConfiguration, toLlmConfiguration } from '../configurations/configuration.types';
 import { type ConnectionView, toConnection } from '../graphql/connection';
 import type { GraphQLContext } from '../graphql/context';
-import { EMBEDDED_LIST } from '../graphql/query-limits';
+import { CATALOGUE_ROWS, EMBEDDED_LIST, listRows, UNPAGED_STEPS_ROWS } from '../graphql/query-limits';
 import { JSONScalar } from '../graphql/scalars';
 import { ConfigurationRelease, ReleasedSnippet, toConfigurationRelease, toReleasedSnippet } from '../releases/release.types';
 import { redactSecretsInJson } from '../providers/adapters/errors';
@@ -78,20 +81,26 @@ export class RunResolver {
 
   @Authorized(Role.VIEWER)
   @Query(() => [ToolInfo], { description: 'Tools a run can offer: name, description, JSON schema, enabled by default.' })
+  @Extensions(listRows(CATALOGUE_ROWS))
   async tools(@Ctx() { services }: GraphQLContext): Promise<ToolInfo[]> {
     return services.runs.listTools();
   }
 
+  @Extensions(listRows(UNPAGED_STEPS_ROWS))
   @FieldResolver(() => [RunStep], {
     description: `Stored steps after the given sequence, in order; the last of a finished run is END. With \`limit\` (at most ${MAX_PAGE_SIZE}), one page: ask again after the last sequence until a page is shorter than the limit.`,
   })
   async steps(
     @Root() run: AgentRun,
-    @Ctx() { services }: GraphQLContext,
+    @Ctx() { services, answer }: GraphQLContext,
+    @Info() info: GraphQLResolveInfo,
     @Arg('afterSequence', () => Int, { nullable: true, defaultValue: 0 }) afterSequence: number | null = 0,
     @Arg('limit', () => Int, { nullable: true }) limit: number | null = null,
   ): Promise<RunStep[]> {
-    return (await services.runReader.steps(run.runUid, afterSequence ?? 0, limit)).map(toRunStep);
+    // A step is charged to the answer for the fields the query selects (a trace without messagesSent is small).
+    const selected = selectedFieldNames(info);
+    const measure = (step: StoredStep, atMost: number) => selectedSize(step, selected, atMost);
+    return (await services.runReader.steps(run.runUid, afterSequence ?? 0, limit, answer, measure)).map(toRunStep);
   }
 
   @FieldResolver(() => LlmConfiguration, { nullable: true })

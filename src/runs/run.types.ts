@@ -2,7 +2,7 @@ import { ArrayMaxSize, IsOptional } from 'class-validator';
 import { Extensions, Field, Float, ID, InputType, Int, ObjectType, registerEnumType } from 'type-graphql';
 import { connectionTypes } from '../graphql/connection';
 import { JSONScalar, DateTimeScalar } from '../graphql/scalars';
-import { EMBEDDED_LIST } from '../graphql/query-limits';
+import { CATALOGUE_ROWS, EMBEDDED_LIST, listRows } from '../graphql/query-limits';
 import type { ChatMessage as WireMessage } from '../providers/adapters/types';
 import { fromUnix } from '../shared/time';
 import type { RunView } from './run.service';
@@ -75,6 +75,7 @@ export class RunStep {
     description: 'REQUEST steps: how many messages were sent (the length of messagesSent), so a trace can be shown without the transcript each REQUEST repeats; null for other kinds.',
   })
   messageCount!: number | null;
+  @Extensions(listRows(CATALOGUE_ROWS))
   @Field(() => [String], { nullable: true }) toolsOffered!: string[] | null;
   @Field(() => String, { nullable: true }) content!: string | null;
   @Field(() => String, { nullable: true }) thinking!: string | null;
@@ -86,6 +87,7 @@ export class RunStep {
   @Field(() => Float, { nullable: true }) estimatedCost!: number | null;
   @Extensions(EMBEDDED_LIST)
   @Field(() => [ToolCall], { nullable: true }) requestedToolCalls!: ToolCall[] | null;
+  @Extensions(listRows(CATALOGUE_ROWS))
   @Field(() => [String], { nullable: true, description: 'Settings the provider ignored.' }) warnings!: string[] | null;
   @Field(() => Boolean, {
     nullable: true,

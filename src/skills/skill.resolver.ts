@@ -1,4 +1,6 @@
-import { Arg, Authorized, Ctx, FieldResolver, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { CATALOGUE_ROWS, listRows } from '../graphql/query-limits';
+import { Arg, Authorized, Ctx, Extensions, FieldResolver, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { DEFAULT_VERSION_PAGE, VERSIONS_DESCRIPTION, versionPage } from '../prompt-history/prompt-history.service';
 import { Role } from '../auth/roles';
 import type { GraphQLContext } from '../graphql/context';
 import { SkillVersion, toSkillVersion, toVersionDiff, VersionDiffView } from '../prompt-history/prompt-history.types';
@@ -8,6 +10,7 @@ import { CreateSkillInput, Skill, toSkill, UpdateSkillInput } from './skill.type
 export class SkillResolver {
   @Authorized(Role.VIEWER)
   @Query(() => [Skill])
+  @Extensions(listRows(CATALOGUE_ROWS))
   async skills(@Ctx() { services }: GraphQLContext): Promise<Skill[]> {
     return (await services.skills.list()).map(toSkill);
   }
@@ -30,9 +33,14 @@ export class SkillResolver {
     return services.skills.delete(uid, caller?.name ?? null);
   }
 
-  @FieldResolver(() => [SkillVersion], { description: 'Newest first; version 1 is the first state the service saw.' })
-  async versions(@Root() skill: Skill, @Ctx() { loaders }: GraphQLContext): Promise<SkillVersion[]> {
-    return (await loaders.versionsByUid.skill.load(skill.uid)).map(toSkillVersion);
+  @FieldResolver(() => [SkillVersion], { description: VERSIONS_DESCRIPTION })
+  async versions(
+    @Root() skill: Skill,
+    @Ctx() { loaders }: GraphQLContext,
+    @Arg('limit', () => Int, { nullable: true, defaultValue: DEFAULT_VERSION_PAGE }) limit: number | null = DEFAULT_VERSION_PAGE,
+    @Arg('before', () => Int, { nullable: true, description: 'Only versions older than this one: the last version of the page before.' }) before: number | null = null,
+  ): Promise<SkillVersion[]> {
+    return (await loaders.versionsByUid.skill.load({ uid: skill.uid, page: versionPage(limit, before) })).map(toSkillVersion);
   }
 
   @Authorized(Role.VIEWER)

@@ -1,4 +1,6 @@
-import { Arg, Authorized, Ctx, FieldResolver, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { CATALOGUE_ROWS, listRows } from '../graphql/query-limits';
+import { Arg, Authorized, Ctx, Extensions, FieldResolver, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { DEFAULT_VERSION_PAGE, VERSIONS_DESCRIPTION, versionPage } from '../prompt-history/prompt-history.service';
 import { Role } from '../auth/roles';
 import { type ConnectionView, toConnection } from '../graphql/connection';
 import type { GraphQLContext } from '../graphql/context';
@@ -54,6 +56,7 @@ export class SnippetResolver {
 
   @Authorized(Role.VIEWER)
   @Query(() => [String], { description: 'The tag vocabulary in use: normalised, unique, byte order.' })
+  @Extensions(listRows(CATALOGUE_ROWS))
   async snippetTags(@Ctx() { services }: GraphQLContext): Promise<string[]> {
     return services.snippets.vocabulary();
   }
@@ -80,9 +83,14 @@ export class SnippetResolver {
     return services.snippets.delete(uid, caller?.name ?? null);
   }
 
-  @FieldResolver(() => [SnippetVersion], { description: 'Newest first; version 1 is the first state the service saw.' })
-  async versions(@Root() snippet: PromptSnippet, @Ctx() { loaders }: GraphQLContext): Promise<SnippetVersion[]> {
-    return (await loaders.versionsByUid.snippet.load(snippet.uid)).map(toSnippetVersion);
+  @FieldResolver(() => [SnippetVersion], { description: VERSIONS_DESCRIPTION })
+  async versions(
+    @Root() snippet: PromptSnippet,
+    @Ctx() { loaders }: GraphQLContext,
+    @Arg('limit', () => Int, { nullable: true, defaultValue: DEFAULT_VERSION_PAGE }) limit: number | null = DEFAULT_VERSION_PAGE,
+    @Arg('before', () => Int, { nullable: true, description: 'Only versions older than this one: the last version of the page before.' }) before: number | null = null,
+  ): Promise<SnippetVersion[]> {
+    return (await loaders.versionsByUid.snippet.load({ uid: snippet.uid, page: versionPage(limit, before) })).map(toSnippetVersion);
   }
 
   @Authorized(Role.VIEWER)
@@ -107,6 +115,7 @@ export class SnippetResolver {
   }
 
   @FieldResolver(() => [LlmConfiguration], { description: 'Configurations whose tags select this snippet now (it is in their effective prompt).' })
+  @Extensions(listRows(CATALOGUE_ROWS))
   async usedBy(@Root() snippet: PromptSnippet, @Ctx() { loaders }: GraphQLContext): Promise<LlmConfiguration[]> {
     const library = await loaders.library();
     const row = library.snippet(snippet.uid);
@@ -117,6 +126,7 @@ export class SnippetResolver {
   @Mutation(() => [PromptChange], {
     description: 'For every configuration whose effective prompt the edit would alter: the prompt before and after, and a unified diff. Validated like updateSnippet; writes nothing.',
   })
+  @Extensions(listRows(CATALOGUE_ROWS))
   async previewSnippetChange(
     @Ctx() { services, loaders }: GraphQLContext,
     @Arg('uid', () => Int) uid: number,

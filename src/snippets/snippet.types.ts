@@ -1,5 +1,6 @@
+import { CATALOGUE_ROWS, listRows } from '../graphql/query-limits';
 import { IsInt, IsOptional, Max, MaxLength, Min } from 'class-validator';
-import { Field, InputType, Int, ObjectType, registerEnumType } from 'type-graphql';
+import { Extensions, Field, InputType, Int, ObjectType, registerEnumType } from 'type-graphql';
 import { connectionTypes } from '../graphql/connection';
 import { DateTimeScalar, JSONScalar } from '../graphql/scalars';
 import { fromUnix } from '../shared/time';
@@ -14,6 +15,7 @@ export class PromptSnippet {
   @Field() identifier!: string;
   @Field({ description: 'The label when the snippet is composed into a prompt.' }) name!: string;
   @Field(() => String, { nullable: true }) description!: string | null;
+  @Extensions(listRows(CATALOGUE_ROWS))
   @Field(() => [String], { description: 'Normalised tag list, duplicates kept (behaviour.md §2).' }) tags!: string[];
   @Field({ description: 'The fragment text.' }) snippet!: string;
   @Field(() => JSONScalar, { description: 'Always an object; {} when empty or invalid. As nr_llm reads it: PHP\'s values and key order, integers exact.' }) metadata!: RawJson;

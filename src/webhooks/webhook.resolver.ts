@@ -1,4 +1,5 @@
-import { Arg, Authorized, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { CATALOGUE_ROWS, listRows } from '../graphql/query-limits';
+import { Arg, Authorized, Ctx, Extensions, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import { Role } from '../auth/roles';
 import type { GraphQLContext } from '../graphql/context';
 import { CreateWebhookInput, toWebhook, toWebhookDelivery, Webhook, WebhookDelivery } from './webhook.types';
@@ -7,6 +8,7 @@ import { CreateWebhookInput, toWebhook, toWebhookDelivery, Webhook, WebhookDeliv
 export class WebhookResolver {
   @Authorized(Role.ADMIN)
   @Query(() => [Webhook], { description: 'Every webhook, oldest first.' })
+  @Extensions(listRows(CATALOGUE_ROWS))
   async webhooks(@Ctx() { services }: GraphQLContext): Promise<Webhook[]> {
     return (await services.webhooks.list()).map(toWebhook);
   }

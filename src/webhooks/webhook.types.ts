@@ -1,4 +1,5 @@
-import { Field, ID, InputType, Int, ObjectType } from 'type-graphql';
+import { CATALOGUE_ROWS, listRows } from '../graphql/query-limits';
+import { Extensions, Field, ID, InputType, Int, ObjectType } from 'type-graphql';
 import { DateTimeScalar } from '../graphql/scalars';
 import { fromUnix } from '../shared/time';
 import type { WebhookDeliveryEntity, WebhookEntity } from './webhook.entity';
@@ -21,6 +22,7 @@ export class WebhookDelivery {
 export class Webhook {
   @Field(() => ID) id!: string;
   @Field() url!: string;
+  @Extensions(listRows(CATALOGUE_ROWS))
   @Field(() => [String]) events!: string[];
   @Field({ description: 'Deliveries carry X-Promptwire-Signature.' }) hasSecret!: boolean;
   @Field(() => DateTimeScalar) createdAt!: Date;
@@ -30,6 +32,7 @@ export class Webhook {
 @InputType()
 export class CreateWebhookInput {
   @Field({ description: 'http or https; loopback, link-local and private addresses only when the host is in WEBHOOK_ALLOWED_HOSTS.' }) url!: string;
+  @Extensions(listRows(CATALOGUE_ROWS))
   @Field(() => [String], { description: 'prompt.changed and/or run.finished.' }) events!: string[];
   @Field(() => String, { nullable: true, description: 'Write-only (1 to 256 characters): the key of the HMAC-SHA256 signature in X-Promptwire-Signature.' }) secret?: string | null;
 }
