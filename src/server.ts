@@ -16,6 +16,7 @@ import type { Caller } from './auth/roles';
 import type { AppConfig } from './config';
 import { createConsoleRoutes } from './console/console-routes';
 import { createDataSource } from './db/data-source';
+import { PagingCursors } from './db/keyset';
 import { checkSharedSchema } from './db/shared-schema';
 import type { SqliteCheckpointer } from './db/sqlite-checkpointer';
 import type { GraphQLContext } from './graphql/context';
@@ -115,7 +116,9 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
       revocations = new InProcessRevocationBus();
     }
     const secrets = new SecretBox(secretKey);
-    const core = createCoreServices(dataSource, dialect, config, secrets, logger, promptEvents, revocations);
+    // Cursors are signed with a key of their own from the same secret: valid after a restart and on every instance.
+    const cursors = new PagingCursors(secretKey);
+    const core = createCoreServices(dataSource, dialect, config, secrets, logger, promptEvents, revocations, cursors);
     if (config.redisUrl) leaseClient = new Redis(config.redisUrl, { maxRetriesPerRequest: 3 });
     const lease = leaseClient ? new RedisDetectorLease(leaseClient, databaseKey(config), Math.max(10_000, config.promptChangePollMs * 3)) : null;
     detector = new PromptChangeDetector(dataSource, core.history, core.identifiers, logger, config.promptChangePollMs, lease);
@@ -137,6 +140,7 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
       logger,
       {
         watcherQueueSize: 256,
+        cursors,
         leaseSeconds: config.runLeaseSeconds,
         providerMaxResponseBytes: config.providerMaxResponseBytes,
         externalTools: mcp.toolSource,
