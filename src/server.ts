@@ -28,7 +28,7 @@ import { stringifyResponse } from './graphql/raw-json';
 import { buildAppSchema } from './graphql/schema';
 import { type GuardedConnection, revokedTokenError, SocketGuards } from './graphql/socket-guards';
 import { serveSubscriptions } from './graphql/trace-fanout';
-import { CLIENT_GONE, discardRestOfBody, HttpError, readBody } from './http-body';
+import { answerRefusedBody, CLIENT_GONE, HttpError, readBody } from './http-body';
 import { sendText } from './http-response';
 import { createReadinessCheck } from './db/readiness';
 import { createLogger, type Logger } from './logger';
@@ -418,8 +418,8 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
           return;
         }
         if (error instanceof HttpError) {
-          discardRestOfBody(request, response);
-          return sendJson(response, error.status, { errors: [{ message: error.message, extensions: { code: 'BAD_USER_INPUT' } }] });
+          // The rest of the body is read before the response ends, so that the client receives the answer.
+          return answerRefusedBody(request, response, error.status, JSON.stringify({ errors: [{ message: error.message, extensions: { code: 'BAD_USER_INPUT' } }] }));
         }
         throw error;
       }
