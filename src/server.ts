@@ -16,6 +16,7 @@ import type { Caller } from './auth/roles';
 import type { AppConfig } from './config';
 import { createConsoleRoutes } from './console/console-routes';
 import { createDataSource } from './db/data-source';
+import { PagingCursors } from './db/keyset';
 import { checkSharedSchema } from './db/shared-schema';
 import type { SqliteCheckpointer } from './db/sqlite-checkpointer';
 import type { GraphQLContext } from './graphql/context';
@@ -28,7 +29,7 @@ import { stringifyResponse } from './graphql/raw-json';
 import { buildAppSchema } from './graphql/schema';
 import { type GuardedConnection, revokedTokenError, SocketGuards } from './graphql/socket-guards';
 import { serveSubscriptions } from './graphql/trace-fanout';
-import { CLIENT_GONE, discardRestOfBody, HttpError, readBody } from './http-body';
+import { answerRefusedBody, CLIENT_GONE, HttpError, readBody } from './http-body';
 import { sendText } from './http-response';
 import { createReadinessCheck } from './db/readiness';
 import { createLogger, type Logger } from './logger';
@@ -116,7 +117,9 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
       revocations = new InProcessRevocationBus();
     }
     const secrets = new SecretBox(secretKey);
-    const core = createCoreServices(dataSource, dialect, config, secrets, logger, promptEvents, revocations);
+    // Cursors are signed with a key of their own from the same secret: valid after a restart and on every instance.
+    const cursors = new PagingCursors(secretKey);
+    const core = createCoreServices(dataSource, dialect, config, secrets, logger, promptEvents, revocations, cursors);
     if (config.redisUrl) leaseClient = new Redis(config.redisUrl, { maxRetriesPerRequest: 3 });
     const lease = leaseClient ? new RedisDetectorLease(leaseClient, databaseKey(config), Math.max(10_000, config.promptChangePollMs * 3)) : null;
     detector = new PromptChangeDetector(dataSource, core.history, core.identifiers, logger, config.promptChangePollMs, lease);
@@ -138,6 +141,7 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
       logger,
       {
         watcherQueueSize: 256,
+        cursors,
         leaseSeconds: config.runLeaseSeconds,
         providerMaxResponseBytes: config.providerMaxResponseBytes,
         externalTools: mcp.toolSource,
@@ -434,8 +438,8 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
           return;
         }
         if (error instanceof HttpError) {
-          discardRestOfBody(request, response);
-          return sendJson(response, error.status, { errors: [{ message: error.message, extensions: { code: 'BAD_USER_INPUT' } }] });
+          // The rest of the body is read before the response ends, so that the client receives the answer.
+          return answerRefusedBody(request, response, error.status, JSON.stringify({ errors: [{ message: error.message, extensions: { code: 'BAD_USER_INPUT' } }] }));
         }
         throw error;
       }

@@ -9,6 +9,7 @@ import { ConfigurationRepository } from './configurations/configuration.reposito
 import { ConfigurationService } from './configurations/configuration.service';
 import type { Dialect } from './db/data-source';
 import { IdentifierLock } from './db/identifier-lock';
+import type { PagingCursors } from './db/keyset';
 import type { Logger } from './logger';
 import type { McpService } from './mcp/mcp.service';
 import { ModelService } from './providers/model.service';
@@ -70,14 +71,15 @@ export function createCoreServices(
   logger: Logger,
   promptEvents: PromptEventBus,
   revocations: RevocationBus,
+  cursors: PagingCursors,
 ): CoreServices {
   const identifiers = new IdentifierLock(dataSource, dialect);
   const webhooks = createWebhookFeature(dataSource, config, secrets, logger);
   const history = new PromptHistoryService(dataSource, promptEvents, webhooks.outbox);
   const providers = new ProviderService(dataSource, identifiers, secrets, config);
   const models = new ModelService(dataSource, identifiers);
-  const snippets = new SnippetService(dataSource, identifiers, history, new SnippetRepository(dataSource, dialect));
-  const configurations = new ConfigurationService(dataSource, identifiers, history, new ConfigurationRepository(dataSource, dialect));
+  const snippets = new SnippetService(dataSource, identifiers, history, new SnippetRepository(dataSource, dialect), cursors);
+  const configurations = new ConfigurationService(dataSource, identifiers, history, new ConfigurationRepository(dataSource, dialect), cursors);
   return {
     dataSource,
     dialect,

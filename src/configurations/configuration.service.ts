@@ -1,5 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import { checkFirst, decodeCursor, type KeysetPage, readKeysetPage } from '../db/keyset';
+import { checkFirst, type KeysetPage, type PagingCursors } from '../db/keyset';
 import { getEntities, getPreparedEntityRows } from '../db/raw-rows';
 import type { IdentifierLock } from '../db/identifier-lock';
 import { assertIdentifierAvailable, checkPage, findLiveByIdentifierOrFail, findLiveOrFail, normalizeIdentifier, optionalText, type Page, requireName, liveRowsInListOrder, newRecordColumns } from '../db/record-rules';
@@ -66,6 +66,7 @@ export class ConfigurationService {
     private readonly identifiers: IdentifierLock,
     private readonly history: PromptHistoryService,
     private readonly repository: ConfigurationRepository,
+    private readonly cursors: PagingCursors,
   ) {}
 
   /**
@@ -82,8 +83,7 @@ export class ConfigurationService {
       hidden: request.hidden ?? null,
       search: checkSearch(request.search),
     });
-    const after = request.after === undefined || request.after === null ? null : decodeCursor(CONFIGURATION_LIST, CONFIGURATION_KEY_KINDS, request.after);
-    return readKeysetPage(CONFIGURATION_LIST, source, first, after);
+    return this.cursors.readPage(CONFIGURATION_LIST, CONFIGURATION_KEY_KINDS, source, first, request.after);
   }
 
   /** The non-deleted configurations with these uids (any order). */

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { BadUserInputError } from '../shared/errors';
-import { afterPosition, atOrBeforePosition, checkFirst, decodeCursor, encodeCursor, type KeyColumn, type KeysetSource, type Position, readKeysetPage } from './keyset';
+import { afterPosition, atOrBeforePosition, checkFirst, INVALID_CURSOR_MESSAGE, type KeyColumn, type KeysetSource, PagingCursors, type Position, readKeysetPage } from './keyset';
 
 function refusal(run: () => unknown): { code: string; field?: string; message: string } {
   try {
@@ -13,40 +13,54 @@ function refusal(run: () => unknown): { code: string; field?: string; message: s
 }
 
 describe('cursors', () => {
-  it('carry their list and position through base64url JSON, unchanged', () => {
+  const cursors = new PagingCursors('a secret of the server, 32 characters');
+  const SNIPPET_KINDS = ['value', 'value', 'integer'] as const;
+  /** The bytes of a cursor: its JSON, then its 16-byte signature. */
+  const parts = (cursor: string) => {
+    const bytes = Buffer.from(cursor, 'base64url');
+    return { json: bytes.subarray(0, -16).toString('utf8'), tag: bytes.subarray(-16) };
+  };
+  const withJson = (cursor: string, json: string) => Buffer.concat([Buffer.from(json), parts(cursor).tag]).toString('base64url');
+
+  it('carry their list and position, signed, in URL-safe base64 and read back unchanged', () => {
     const position: Position = [3, 'Ä name with "quotes" and ,', 17];
-    const cursor = encodeCursor('snippets', position);
+    const cursor = cursors.encode('snippets', position);
     expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
-    expect(decodeCursor('snippets', ['value', 'value', 'integer'], cursor)).toEqual(position);
-    expect(decodeCursor('runs', ['value', 'integer'], encodeCursor('runs', [null, 5]))).toEqual([null, 5]);
+    expect(parts(cursor).json).toBe(JSON.stringify(['snippets', ...position]));
+    expect(cursors.decode('snippets', SNIPPET_KINDS, cursor)).toEqual(position);
+    expect(cursors.decode('runs', ['value', 'integer'], cursors.encode('runs', [null, 5]))).toEqual([null, 5]);
+    // The same secret gives the same key: another instance, or this one after a restart, reads it.
+    expect(new PagingCursors('a secret of the server, 32 characters').decode('snippets', SNIPPET_KINDS, cursor)).toEqual(position);
   });
 
   it('a cursor of another list is refused naming the field', () => {
-    const cursor = encodeCursor('runs', [1_700_000_000, 4]);
-    expect(refusal(() => decodeCursor('snippets', ['value', 'value', 'integer'], cursor))).toEqual({
+    const cursor = cursors.encode('runs', [1_700_000_000, 4]);
+    expect(refusal(() => cursors.decode('snippets', SNIPPET_KINDS, cursor))).toEqual({
       code: 'BAD_USER_INPUT',
       field: 'after',
       message: expect.stringMatching(/another list \(runs\)/),
     });
   });
 
+  const good = cursors.encode('snippets', [0, 'a', 1]);
   it.each([
     ['empty', ''],
     ['not base64url', 'abc$def'],
-    ['padded', `${encodeCursor('snippets', [0, 'a', 1])}=`],
-    ['not JSON', Buffer.from('hello').toString('base64url')],
+    ['padded', `${good}=`],
+    ['truncated', good.slice(0, -2)],
+    ['only a signature', parts(good).tag.toString('base64url')],
+    ['unsigned, as cursors were', Buffer.from(JSON.stringify(['snippets', 0, 'a', 1])).toString('base64url')],
+    ['another uid under the same signature', withJson(good, JSON.stringify(['snippets', 0, 'a', 2]))],
+    ['another name under the same signature', withJson(good, JSON.stringify(['snippets', 0, 'b', 1]))],
+    ["another server's", new PagingCursors('another secret of another server').encode('snippets', [0, 'a', 1])],
     ['not UTF-8', Buffer.from([0xff, 0xfe, 0x22]).toString('base64url')],
-    ['an object', Buffer.from('{"l":"snippets"}').toString('base64url')],
-    ['too few values', encodeCursor('snippets', [0, 'a'])],
-    ['a fractional uid', encodeCursor('snippets', [0, 'a', 1.5])],
-    ['a text uid', encodeCursor('snippets', [0, 'a', '1'])],
-    ['an object value', Buffer.from(JSON.stringify(['snippets', {}, 'a', 1])).toString('base64url')],
-    ['a huge text', encodeCursor('snippets', [0, 'x'.repeat(1001), 1])],
+    ['too few values', cursors.encode('snippets', [0, 'a'])],
+    ['a fractional uid', cursors.encode('snippets', [0, 'a', 1.5])],
+    ['a text uid', cursors.encode('snippets', [0, 'a', '1'])],
+    ['a huge text', cursors.encode('snippets', [0, 'x'.repeat(1001), 1])],
     ['too long', 'A'.repeat(5000)],
-  ])('a malformed cursor (%s) is BAD_USER_INPUT on the field', (_case, cursor) => {
-    const refused = refusal(() => decodeCursor('snippets', ['value', 'value', 'integer'], cursor, 'after'));
-    expect(refused.code).toBe('BAD_USER_INPUT');
-    expect(refused.field).toBe('after');
+  ])('a cursor this server did not write for the list (%s) is BAD_USER_INPUT on the field, saying what to do', (_case, cursor) => {
+    expect(refusal(() => cursors.decode('snippets', SNIPPET_KINDS, cursor, 'after'))).toEqual({ code: 'BAD_USER_INPUT', field: 'after', message: INVALID_CURSOR_MESSAGE });
   });
 
   it('first is 0 to 500, like limit', () => {
@@ -123,7 +137,8 @@ describe('a keyset page', () => {
 
   it('reads one row more than asked to know whether another page follows, and counts only when asked, once', async () => {
     const rows = source([1, 2, 3, 4, 5]);
-    const first = await readKeysetPage('numbers', rows, 2, null);
+    const encode = (position: Position) => JSON.stringify(position);
+    const first = await readKeysetPage(rows, 2, null, encode);
     expect(first.rows.map((row) => row.row)).toEqual([1, 2]);
     expect(first.hasNextPage).toBe(true);
     expect(await first.hasPreviousPage()).toBe(false);
@@ -131,7 +146,8 @@ describe('a keyset page', () => {
     expect(await first.totalCount()).toBe(5);
     expect(await first.totalCount()).toBe(5);
     expect(rows.counted).toBe(1);
-    const last = await readKeysetPage('numbers', rows, 3, decodeCursor('numbers', ['integer'], first.rows[1].cursor()));
+    expect(first.rows[1].cursor()).toBe('[2]');
+    const last = await readKeysetPage(rows, 3, [2], encode);
     expect(last.rows.map((row) => row.row)).toEqual([3, 4, 5]);
     expect(last.hasNextPage).toBe(false);
     expect(await last.hasPreviousPage()).toBe(true);

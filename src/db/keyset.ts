@@ -13,11 +13,14 @@
  * differently (text in an integer column on SQLite sorts after every number,
  * yet reads as 0).
  *
- * A cursor carries the list's name and the position, as base64url JSON: it
- * is opaque to clients, checked when it comes back, and stays valid when its
- * own row is deleted.
+ * A cursor carries the list's name and the position as JSON, signed with a
+ * key of the server's (see `PagingCursors`), in base64url: it is opaque to
+ * clients, refused when it comes back altered, and stays valid when its own
+ * row is deleted.
  */
+import crypto from 'node:crypto';
 import { BadUserInputError } from '../shared/errors';
+import { deriveKey } from '../shared/secret-box';
 import { MAX_PAGE_SIZE } from './record-rules';
 
 export type SortDirection = 'ASC' | 'DESC';
@@ -91,40 +94,78 @@ export const MAX_CURSOR_LENGTH = 4096;
 /** The longest text value a cursor may carry (names are at most 255 characters). */
 const MAX_CURSOR_TEXT = 1000;
 
-export function encodeCursor(list: string, position: Position): string {
-  return Buffer.from(JSON.stringify([list, ...position]), 'utf8').toString('base64url');
-}
+/** The answer to every cursor the server did not write for this list: edited, truncated, another server's, an older release's. */
+export const INVALID_CURSOR_MESSAGE = 'The cursor is not valid: ask for the first page again (without `after`) and use the cursors it returns.';
+
+/** Names the cursor key among the keys derived from the server's secret; changing it refuses every cursor given out before. */
+const CURSOR_KEY_LABEL = 'promptwire.paging-cursor.v1';
+/** Bytes of HMAC-SHA256 a cursor carries: 128 bits, half of it (RFC 2104 §5), to keep cursors short. */
+const TAG_BYTES = 16;
 
 /**
- * The position a cursor of `list` holds. A cursor that is not one this
- * service wrote, or was written for another list, is BAD_USER_INPUT naming
- * `field`.
+ * Writes and reads the cursors of every list. A cursor is one base64url
+ * string of two parts: the JSON `[list, ...position]`, then the first 16
+ * bytes of its HMAC-SHA256 under a key derived from the server's secret
+ * (SECRET_KEY, or the SQLite key file) with a fixed label. The key is the
+ * same on every instance of one database and after a restart, and is not the
+ * key that encrypts provider keys. A cursor whose signature does not match is
+ * refused before its JSON is read.
  */
-export function decodeCursor(list: string, kinds: readonly KeyKind[], cursor: string, field = 'after'): Position {
-  const malformed = () => new BadUserInputError(`${field} is not a cursor of this list: pass a cursor (endCursor or an edge's cursor) of the same list unchanged`, field);
-  if (cursor.length === 0 || cursor.length > MAX_CURSOR_LENGTH || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw malformed();
-  const bytes = Buffer.from(cursor, 'base64url');
-  if (bytes.toString('base64url') !== cursor) throw malformed();
-  let decoded: unknown;
-  try {
-    decoded = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
-  } catch {
-    throw malformed();
+export class PagingCursors {
+  private readonly key: Buffer;
+
+  constructor(secret: string) {
+    this.key = deriveKey(secret, CURSOR_KEY_LABEL);
   }
-  if (!Array.isArray(decoded) || decoded.length === 0 || typeof decoded[0] !== 'string') throw malformed();
-  const [owner, ...values] = decoded as [string, ...unknown[]];
-  if (owner !== list) throw new BadUserInputError(`${field} is a cursor of another list (${owner.slice(0, 40)}), not of ${list}`, field);
-  if (values.length !== kinds.length) throw malformed();
-  return values.map((value, index) => {
-    if (kinds[index] === 'integer') {
-      if (typeof value !== 'number' || !Number.isSafeInteger(value)) throw malformed();
-      return value;
+
+  encode(list: string, position: Position): string {
+    const payload = Buffer.from(JSON.stringify([list, ...position]), 'utf8');
+    return Buffer.concat([payload, this.tag(payload)]).toString('base64url');
+  }
+
+  /**
+   * The position a cursor of `list` holds. A cursor this server did not sign,
+   * or signed for another list, is BAD_USER_INPUT naming `field`.
+   */
+  decode(list: string, kinds: readonly KeyKind[], cursor: string, field = 'after'): Position {
+    const invalid = () => new BadUserInputError(INVALID_CURSOR_MESSAGE, field);
+    if (cursor.length === 0 || cursor.length > MAX_CURSOR_LENGTH || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw invalid();
+    const bytes = Buffer.from(cursor, 'base64url');
+    if (bytes.toString('base64url') !== cursor || bytes.length <= TAG_BYTES) throw invalid();
+    const payload = bytes.subarray(0, bytes.length - TAG_BYTES);
+    if (!crypto.timingSafeEqual(bytes.subarray(bytes.length - TAG_BYTES), this.tag(payload))) throw invalid();
+    // Signed here, so written by this service; the checks below hold against a change of the format.
+    let decoded: unknown;
+    try {
+      decoded = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(payload));
+    } catch {
+      throw invalid();
     }
-    if (value === null) return null;
-    if (typeof value === 'number' && Number.isFinite(value)) return value;
-    if (typeof value === 'string' && value.length <= MAX_CURSOR_TEXT) return value;
-    throw malformed();
-  });
+    if (!Array.isArray(decoded) || decoded.length === 0 || typeof decoded[0] !== 'string') throw invalid();
+    const [owner, ...values] = decoded as [string, ...unknown[]];
+    if (owner !== list) throw new BadUserInputError(`${field} is a cursor of another list (${owner.slice(0, 40)}), not of ${list}`, field);
+    if (values.length !== kinds.length) throw invalid();
+    return values.map((value, index) => {
+      if (kinds[index] === 'integer') {
+        if (typeof value !== 'number' || !Number.isSafeInteger(value)) throw invalid();
+        return value;
+      }
+      if (value === null) return null;
+      if (typeof value === 'number' && Number.isFinite(value)) return value;
+      if (typeof value === 'string' && value.length <= MAX_CURSOR_TEXT) return value;
+      throw invalid();
+    });
+  }
+
+  /** Reads one page of `first` rows of `list` from `source`, after the cursor `after` (from the start without one). */
+  readPage<T>(list: string, kinds: readonly KeyKind[], source: KeysetSource<T>, first: number, after: string | null | undefined): Promise<KeysetPage<T>> {
+    const position = after === undefined || after === null ? null : this.decode(list, kinds, after);
+    return readKeysetPage(source, first, position, (rowPosition) => this.encode(list, rowPosition));
+  }
+
+  private tag(payload: Buffer): Buffer {
+    return crypto.createHmac('sha256', this.key).update(payload).digest().subarray(0, TAG_BYTES);
+  }
 }
 
 /** `first` of a connection: 0 to MAX_PAGE_SIZE rows, like `limit`. */
@@ -158,12 +199,12 @@ export interface KeysetSource<T> {
   existsAtOrBefore(position: Position): Promise<boolean>;
 }
 
-/** Reads one page of `first` rows after `after` from `source`. */
-export async function readKeysetPage<T>(list: string, source: KeysetSource<T>, first: number, after: Position | null): Promise<KeysetPage<T>> {
+/** Reads one page of `first` rows after `after` from `source`, each row's cursor written by `encode` when asked for. */
+export async function readKeysetPage<T>(source: KeysetSource<T>, first: number, after: Position | null, encode: (position: Position) => string): Promise<KeysetPage<T>> {
   const rows = await source.read(after, first + 1);
   const page = rows.slice(0, first);
   return {
-    rows: page.map(({ row, position }) => ({ row, cursor: () => encodeCursor(list, position) })),
+    rows: page.map(({ row, position }) => ({ row, cursor: () => encode(position) })),
     hasNextPage: rows.length > first,
     hasPreviousPage: once(() => (after === null ? Promise.resolve(false) : source.existsAtOrBefore(after))),
     totalCount: once(() => source.count()),

@@ -114,7 +114,7 @@ export class ServiceMetrics implements RunObserver {
   /** The text a scrape receives: the process metrics, then the service's. */
   async render(): Promise<string> {
     const [process, service] = await Promise.all([processMetrics().metrics(), this.registry.metrics()]);
-    return `${process.trimEnd()}\n\n${service}`;
+    return spellNaN(`${process.trimEnd()}\n\n${service}`);
   }
 
   runStarted(run: ObservedRun): RunObservation {
@@ -179,6 +179,19 @@ export class ServiceMetrics implements RunObserver {
   refused(limit: 'start_run' | 'writes'): void {
     this.rateLimited.inc({ limit });
   }
+}
+
+/**
+ * The text format spells a sample value that is not a number `NaN`; prom-client
+ * (15.1.3, its latest release) writes `Nan`, which strict parsers refuse. Such
+ * a value is ordinary here: the event-loop lag's mean and standard deviation
+ * come from a histogram that each scrape empties, so they are NaN at the first
+ * scrape and whenever two scrapes come within its 10 ms resolution. Only the
+ * value at the end of a sample line is rewritten (prom-client writes no
+ * timestamps; a label value holds no raw line feed), never a comment or label.
+ */
+export function spellNaN(exposition: string): string {
+  return exposition.replace(/^([^#\n].*) Nan$/gm, '$1 NaN');
 }
 
 /** Statuses as labels: lower-case, and only the three a run can end with. */

@@ -4,7 +4,7 @@
  * without gap or duplicate. Writes nothing; the driver (RunService) owns the
  * runs this process executes and tells the reader which those are.
  */
-import { checkFirst, decodeCursor, type KeysetPage, readKeysetPage } from '../db/keyset';
+import { checkFirst, type KeysetPage, type PagingCursors } from '../db/keyset';
 import { checkPage, MAX_PAGE_SIZE } from '../db/record-rules';
 import { type AnswerBudget, textSize } from '../shared/answer-budget';
 import { checkLabel } from '../releases/release-rules';
@@ -66,6 +66,8 @@ export interface RunReaderOptions {
    * messages may have been lost, e.g. with a dropped Redis connection).
    */
   watcherRecheckMs?: number;
+  /** Writes and reads the cursors of runsConnection. */
+  cursors: PagingCursors;
 }
 
 const DEFAULT_WATCHER_RECHECK_MS = 5_000;
@@ -136,8 +138,7 @@ export class RunReader {
       if (!label.ok) throw new BadUserInputError(label.message, 'label');
       filter.label = label.label;
     }
-    const after = request.after === undefined || request.after === null ? null : decodeCursor(RUN_LIST, RUN_KEY_KINDS, request.after);
-    const page = await readKeysetPage(RUN_LIST, this.store.listedRuns(filter), first, after);
+    const page = await this.options.cursors.readPage(RUN_LIST, RUN_KEY_KINDS, this.store.listedRuns(filter), first, request.after);
     const ends = await this.store.endStepsOf(page.rows.map(({ row }) => row.uid));
     return { ...page, rows: page.rows.map(({ row, cursor }) => ({ row: this.viewWith(row, ends.get(row.uid) ?? null), cursor })) };
   }

@@ -7,6 +7,7 @@
 import crypto from 'node:crypto';
 import type { Caller } from '../auth/roles';
 import type { ConfigurationService } from '../configurations/configuration.service';
+import type { PagingCursors } from '../db/keyset';
 import type { Logger } from '../logger';
 import type { ChatAdapter } from '../providers/adapters/types';
 import type { ModelService } from '../providers/model.service';
@@ -64,6 +65,8 @@ export interface RunServiceOptions {
   observer?: RunObserver | null;
   /** Writes what a finished run raises (webhook deliveries) in the transaction of its END. */
   onRunEnded?: RunEndedHook;
+  /** Writes and reads the cursors of runsConnection. */
+  cursors: PagingCursors;
 }
 
 interface ActiveRun {

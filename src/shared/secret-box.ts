@@ -12,9 +12,7 @@ export class SecretBox {
   private readonly key: Buffer;
 
   constructor(secret: string) {
-    // A fixed salt is fine here: the input is a high-entropy secret, and the
-    // derivation only has to turn any passphrase into exactly 32 bytes.
-    this.key = crypto.scryptSync(secret, 'promptwire.secret-box.v1', 32);
+    this.key = deriveKey(secret, 'promptwire.secret-box.v1');
   }
 
   static isEncrypted(value: string): boolean {
@@ -41,6 +39,19 @@ export class SecretBox {
       return null;
     }
   }
+}
+
+/**
+ * A key of 32 bytes for one use of the server's secret, named by a fixed
+ * label: the same secret gives the same key on every instance and after a
+ * restart, and each use its own key. The label is the salt: that is fine here,
+ * the derivation only has to turn any passphrase into 32 bytes per use.
+ * scrypt, not a plain HKDF, because some keys sign what clients receive
+ * (paging cursors): guessing a passphrase SECRET_KEY from them stays as slow
+ * as scrypt.
+ */
+export function deriveKey(secret: string, label: string): Buffer {
+  return crypto.scryptSync(secret, label, 32);
 }
 
 /** The embedded default: a random key generated once into the data directory, readable by the owner only. */

@@ -6,7 +6,7 @@ import { assertIdentifierAvailable, checkPage, findLiveOrFail, normalizeIdentifi
 import { checkTextFits, textLimitOf } from '../db/text-limits';
 import type { PromptHistoryService } from '../prompt-history/prompt-history.service';
 import { snippetStateOf } from '../prompt-history/record-states';
-import { checkFirst, decodeCursor, type KeysetPage, readKeysetPage } from '../db/keyset';
+import { checkFirst, type KeysetPage, type PagingCursors } from '../db/keyset';
 import { BadUserInputError, NotFoundError } from '../shared/errors';
 import { unixNow } from '../shared/time';
 import { parseMetadataForWrite } from '../prompt/snippet-metadata';
@@ -64,6 +64,7 @@ export class SnippetService {
     private readonly identifiers: IdentifierLock,
     private readonly history: PromptHistoryService,
     private readonly repository: SnippetRepository,
+    private readonly cursors: PagingCursors,
   ) {}
 
   /**
@@ -82,8 +83,7 @@ export class SnippetService {
       hidden: request.hidden ?? null,
       search: checkSearch(request.search),
     };
-    const after = request.after === undefined || request.after === null ? null : decodeCursor(SNIPPET_LIST, SNIPPET_KEY_KINDS, request.after);
-    return readKeysetPage(SNIPPET_LIST, this.repository.listed(filter), first, after);
+    return this.cursors.readPage(SNIPPET_LIST, SNIPPET_KEY_KINDS, this.repository.listed(filter), first, request.after);
   }
 
   /**

@@ -1,13 +1,16 @@
 /**
  * What the HTTP door does when things go wrong below or in front of it:
  * /readyz reports a database that is gone, a refused oversized body's 413
- * reaches the client every time, and a client that hangs up mid-body is an
- * ordinary event in the log, not a server error.
+ * reaches the client every time (also twenty 10 MB bodies at once, whether
+ * the client keeps the connection or asks to close it), and a client that
+ * hangs up mid-body is an ordinary event in the log, not a server error.
  */
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import mysql from 'mysql2/promise';
 import { testDialects } from '../support/databases';
+import { DISCARD_LIMIT_MS } from '../../src/http-body';
 import { ADMIN_TOKEN, startTestServer, type TestServer } from '../support/server';
 import { captureLog, type CapturedLog } from './support/log-capture';
 
@@ -55,7 +58,70 @@ function postLarge(url: string, size: number, chunked: boolean): Promise<{ statu
   });
 }
 
+/** What a client of node:http saw: the answer, and every error its request, response or socket reported. */
+interface NodeHttpOutcome {
+  status: number | null;
+  body: string;
+  errors: string[];
+}
+
+/**
+ * Posts `body` with node:http as most clients do (`request.end(body)`: the
+ * whole body is handed over at once, the answer is read when it comes), and
+ * waits for the socket to close, so that an error after the answer counts too.
+ */
+function postOverNodeHttp(url: string, body: Buffer, agent: http.Agent | false): Promise<NodeHttpOutcome> {
+  return new Promise((resolve) => {
+    const outcome: NodeHttpOutcome = { status: null, body: '', errors: [] };
+    const failed = (error: NodeJS.ErrnoException) => outcome.errors.push(`${error.code ?? ''} ${error.message}`);
+    const request = http.request(
+      url,
+      // Without an agent the client asks the server to close the connection after the answer; with a keep-alive one, to keep it.
+      { method: 'POST', agent, headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}`, 'content-length': String(body.length) } },
+      (response) => {
+        outcome.status = response.statusCode ?? null;
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (outcome.body += chunk));
+        response.on('error', failed);
+        response.on('aborted', () => outcome.errors.push('response aborted'));
+      },
+    );
+    request.on('error', failed);
+    request.on('socket', (socket) => socket.on('error', failed));
+    request.on('close', () => resolve(outcome));
+    request.end(body);
+  });
+}
+
 describe.each(testDialects)('the HTTP door under failure (%s)', (dialect) => {
+  describe('bodies of 10 MB from many clients at once, with the default limit of 1 MB', () => {
+    let t: TestServer;
+    beforeAll(async () => {
+      t = await startTestServer(dialect);
+    });
+    afterAll(async () => {
+      await t?.stop();
+    });
+
+    it('20 clients posting 10 MB at once all receive the 413 with its JSON error; none sees EPIPE or ECONNRESET; the server answers others meanwhile', async () => {
+      const body = Buffer.alloc(10 * 1024 * 1024, 'x');
+      const keepAlive = new http.Agent({ keepAlive: true });
+      const uploads = Array.from({ length: 20 }, (_, index) => postOverNodeHttp(t.url, body, index % 2 === 0 ? false : keepAlive));
+      // Another client, while the uploads are being refused, is served without waiting for the bodies to be read
+      // (a generous bound: the time the server gives a refused body at most).
+      const asked = Date.now();
+      expect(await t.ok('{ __typename }')).toEqual({ __typename: 'Query' });
+      expect(Date.now() - asked).toBeLessThan(DISCARD_LIMIT_MS);
+      const outcomes = await Promise.all(uploads);
+      expect(outcomes.filter((outcome) => outcome.errors.length > 0 || outcome.status !== 413)).toEqual([]);
+      for (const outcome of outcomes) {
+        expect(JSON.parse(outcome.body)).toMatchObject({ errors: [{ message: expect.stringMatching(/larger than 1048576 bytes/), extensions: { code: 'BAD_USER_INPUT' } }] });
+      }
+      expect(await t.ok('{ __typename }')).toEqual({ __typename: 'Query' });
+      keepAlive.destroy();
+    });
+  });
+
   describe('oversized bodies and clients that hang up', () => {
     let t: TestServer;
     let log: CapturedLog;

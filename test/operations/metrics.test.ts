@@ -6,7 +6,7 @@
 import { testDialects } from '../support/databases';
 import { ADMIN_TOKEN, startTestServer, type TestServer } from '../support/server';
 import { RunKit, type RunWithSteps } from '../runs/run-kit';
-import { parsePrometheusText, sampleValue, type Sample } from './prometheus-text';
+import { parsePrometheusText, sampleValue, type Sample } from '../support/prometheus-text';
 
 describe.each(testDialects)('Prometheus metrics (%s)', (dialect) => {
   let ts: TestServer;
@@ -38,6 +38,20 @@ describe.each(testDialects)('Prometheus metrics (%s)', (dialect) => {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
+
+  // First in this file: the process metrics start collecting at the first scrape, when
+  // the event-loop histogram holds no sample yet (its mean is NaN, written `NaN`).
+  test('every line of the first scrapes after start parses as Prometheus text, NaN written NaN', async () => {
+    for (let scrapeNumber = 0; scrapeNumber < 2; scrapeNumber += 1) {
+      const response = await fetch(metricsUrl(), { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      expect(response.status).toBe(200);
+      const text = await response.text();
+      expect(text).not.toMatch(/ Nan$/m);
+      const samples = parsePrometheusText(text);
+      expect(samples.some((sample) => sample.name === 'nodejs_eventloop_lag_mean_seconds')).toBe(true);
+      expect(samples.some((sample) => sample.name === 'promptwire_runs_total')).toBe(true);
+    }
+  });
 
   test('a scrape needs a token of any role; without one it is 401', async () => {
     const anonymous = await scrape(null);
