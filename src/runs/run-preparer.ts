@@ -64,6 +64,12 @@ export interface StartRunRequest {
 export interface StoredRunRequest {
   request: StartRunRequest;
   startedBy: string;
+  /**
+   * Someone asked to cancel the run while it was driven elsewhere: an
+   * instance that takes the run up after its driver died ends it CANCELLED
+   * instead of going on.
+   */
+  cancelRequested?: true;
 }
 
 /** A run ready to drive: the loop's input (without its cancellation signal) and what observers want to know. */
