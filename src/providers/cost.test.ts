@@ -1,5 +1,5 @@
 import type { Usage } from './adapters/types';
-import { estimateCost, type ModelPrices } from './cost';
+import { estimateCost, isPriced, type ModelPrices } from './cost';
 
 const usage = (promptTokens: number, completionTokens: number, extra: Partial<Usage> = {}): Usage => ({
   promptTokens,
@@ -62,5 +62,28 @@ describe('estimateCost', () => {
     // All prompt tokens cached (0.1), all completion tokens reasoning (10).
     expect(estimateCost(odd, prices)).toBe(10.1);
     expect(estimateCost(usage(-5, -5), { costInput: 100, costOutput: 100 })).toBe(0);
+  });
+});
+
+describe('isPriced', () => {
+  it('a base price above 0 or any extra price that is set (0 too) makes a model priced', () => {
+    expect(isPriced({ costInput: 1, costOutput: 0 })).toBe(true);
+    expect(isPriced({ costInput: 0, costOutput: 1 })).toBe(true);
+    expect(isPriced({ costInput: 0, costOutput: 0, costReasoning: 0 })).toBe(true);
+    expect(isPriced({ costInput: 0, costOutput: 0, costCacheRead: null, costCacheWrite: null, costReasoning: null })).toBe(false);
+    expect(isPriced(null)).toBe(false);
+  });
+
+  it('negative and NaN values are no price: such a model is unpriced and costs null, never a negative or NaN amount', () => {
+    for (const prices of [
+      { costInput: -5, costOutput: 0 },
+      { costInput: 0, costOutput: Number.NaN },
+      { costInput: -1, costOutput: -1, costCacheRead: -3, costCacheWrite: Number.NaN, costReasoning: Number.POSITIVE_INFINITY },
+    ] satisfies ModelPrices[]) {
+      expect(isPriced(prices)).toBe(false);
+      expect(estimateCost(usage(1_000_000, 1_000_000), prices)).toBeNull();
+    }
+    // A broken base price next to a good one bills nothing for its class.
+    expect(estimateCost(usage(1_000_000, 1_000_000), { costInput: -5, costOutput: 100 })).toBe(1);
   });
 });

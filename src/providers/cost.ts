@@ -28,14 +28,33 @@ export interface ModelPrices {
 /** One class of tokens at its price, computed as nr_llm computes it: tokens per million times dollars. */
 const dollars = (tokens: number, centsPerMillion: number): number => (tokens / 1_000_000) * (centsPerMillion / 100);
 
-/** Null when the model is unpriced (no price at all): unknown, which is not the same as free. */
+/**
+ * Whether a model has a price at all: a base price above 0, or an extra
+ * price that is set (0 included: a class declared free). A value that is not
+ * a finite number ≥ 0 (negative, NaN: written by another program) is no
+ * price. An unpriced model's costs are unknown (null), not 0, so a cost
+ * budget cannot be kept with it. The one rule for every path that asks.
+ */
+export function isPriced(prices: ModelPrices | null | undefined): prices is ModelPrices {
+  if (!prices) return false;
+  return (
+    (price(prices.costInput) ?? 0) > 0 ||
+    (price(prices.costOutput) ?? 0) > 0 ||
+    price(prices.costCacheRead) !== null ||
+    price(prices.costCacheWrite) !== null ||
+    price(prices.costReasoning) !== null
+  );
+}
+
+/** Null when the model is unpriced (`isPriced`): unknown, which is not the same as free. */
 export function estimateCost(usage: Usage, prices: ModelPrices): number | null {
+  if (!isPriced(prices)) return null;
   const cacheReadPrice = price(prices.costCacheRead);
   const cacheWritePrice = price(prices.costCacheWrite);
   const reasoningPrice = price(prices.costReasoning);
-  const unpriced =
-    prices.costInput === 0 && prices.costOutput === 0 && cacheReadPrice === null && cacheWritePrice === null && reasoningPrice === null;
-  if (unpriced) return null;
+  // A base price that is no price (negative, NaN) bills nothing; the model is priced by its other prices.
+  const inputPrice = price(prices.costInput) ?? 0;
+  const outputPrice = price(prices.costOutput) ?? 0;
 
   const prompt = count(usage.promptTokens);
   const completion = count(usage.completionTokens);
@@ -45,16 +64,17 @@ export function estimateCost(usage: Usage, prices: ModelPrices): number | null {
   const reasoning = reasoningPrice === null ? 0 : Math.min(count(usage.reasoningTokens), completion);
 
   // A class without its own price adds nothing (not even + 0), so the base case stays nr_llm's two terms.
-  let inputCost = dollars(prompt - cacheRead - cacheWrite, prices.costInput);
+  let inputCost = dollars(prompt - cacheRead - cacheWrite, inputPrice);
   if (cacheReadPrice !== null) inputCost += dollars(cacheRead, cacheReadPrice);
   if (cacheWritePrice !== null) inputCost += dollars(cacheWrite, cacheWritePrice);
-  let outputCost = dollars(completion - reasoning, prices.costOutput);
+  let outputCost = dollars(completion - reasoning, outputPrice);
   if (reasoningPrice !== null) outputCost += dollars(reasoning, reasoningPrice);
   return inputCost + outputCost;
 }
 
+/** A price in cents per million tokens: a finite number ≥ 0; anything else is no price (null). */
 function price(value: number | null | undefined): number | null {
-  return typeof value === 'number' && Number.isFinite(value) ? value : null;
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : null;
 }
 
 function count(value: number | undefined): number {

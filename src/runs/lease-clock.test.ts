@@ -1,4 +1,4 @@
-import { LeaseClock, leaseSafeForMs } from './lease-clock';
+import { LeaseClock, leaseIsStale, leaseSafeForMs } from './lease-clock';
 
 describe('LeaseClock', () => {
   let now = 1_000_000;
@@ -44,5 +44,13 @@ describe('LeaseClock', () => {
     const leases = new LeaseClock(1, () => now);
     leases.taken(7, now);
     expect(leases.mayOverlap(7)).toBe(false);
+  });
+});
+
+describe('leaseIsStale', () => {
+  it('is stale once its heartbeat is older than the lease period, not at the boundary', () => {
+    expect(leaseIsStale(100, 115, 15)).toBe(false);
+    expect(leaseIsStale(100, 116, 15)).toBe(true);
+    expect(leaseIsStale(100, 100, 15)).toBe(false);
   });
 });

@@ -10,6 +10,11 @@
  * and nobody else does: the one thing `mayOverlap` answers. It only ever
  * lets a step's write and the next tool call overlap (`AgentLoopHooks
  * .mayOverlapToolCall`); every step is still written through the lease fence.
+ *
+ * One claim comes earlier: a cancelRun whose cancel request the run's holder
+ * did not hear (`TraceBus.requestCancel` answers 0) takes the run over at
+ * once to end it. A holder that did not hear is gone, or cut off from the
+ * bus; in the second case it stops at its next step (the fence refuses it).
  */
 export class LeaseClock {
   private readonly writtenAt = new Map<number, number>();
@@ -57,4 +62,13 @@ export class LeaseClock {
 export function leaseSafeForMs(leaseSeconds: number): number {
   const leaseMs = leaseSeconds * 1000;
   return Math.max(0, leaseMs - Math.max(1000, leaseMs / 3));
+}
+
+/**
+ * Whether a lease last renewed at `heartbeatAt` (unix seconds) is stale at
+ * `now`: its owner stopped renewing it, and any instance may claim the run
+ * (the rule `RunStore.claimOrphan` and `RunStore.orphanedRuns` apply in SQL).
+ */
+export function leaseIsStale(heartbeatAt: number, now: number, leaseSeconds: number): boolean {
+  return heartbeatAt < now - leaseSeconds;
 }

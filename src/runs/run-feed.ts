@@ -42,6 +42,14 @@ export class RunFeedBus implements TraceBus {
     return this.inner.listenerCount(runId);
   }
 
+  requestCancel(runId: string): Promise<number | null> {
+    return this.inner.requestCancel(runId);
+  }
+
+  onCancelRequest(runId: string, listener: () => void): () => void {
+    return this.inner.onCancelRequest(runId, listener);
+  }
+
   /** Calls `listener` for every run whose row changed, on any instance; returns the unsubscribe. */
   onRunChanged(listener: (changed: RunChanged) => void): () => void {
     return this.inner.subscribe(RUN_FEED_CHANNEL, (message) => {

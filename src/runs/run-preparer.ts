@@ -13,6 +13,7 @@ import { callOptionsOf, effectiveSystemPromptOf, selectedSnippetsOf } from '../p
 import type { Logger } from '../logger';
 import { createChatAdapter } from '../providers/adapters/registry';
 import type { CallOptions, ChatAdapter } from '../providers/adapters/types';
+import { isPriced } from '../providers/cost';
 import type { ModelEntity } from '../providers/model.entity';
 import type { ModelService } from '../providers/model.service';
 import type { ProviderService } from '../providers/provider.service';
@@ -63,6 +64,12 @@ export interface StartRunRequest {
 export interface StoredRunRequest {
   request: StartRunRequest;
   startedBy: string;
+  /**
+   * Someone asked to cancel the run while it was driven elsewhere: an
+   * instance that takes the run up after its driver died ends it CANCELLED
+   * instead of going on.
+   */
+  cancelRequested?: true;
 }
 
 /** A run ready to drive: the loop's input (without its cancellation signal) and what observers want to know. */
@@ -193,6 +200,13 @@ export class RunPreparer {
       release ? null : this.configurations.skillsByConfiguration([configuration.uid]),
       model ? this.models.pricesFor(model) : Promise.resolve(null),
     ]);
+    // A cost budget is kept with the model's prices; without any, every cost is unknown and the budget would never stop the run.
+    if (strict && request.maxCost != null && model && !isPriced(prices)) {
+      throw new BadUserInputError(
+        `maxCost needs a priced model: model "${model.identifier}" has no prices; set its costInput/costOutput (updateModel) or leave maxCost out`,
+        'maxCost',
+      );
+    }
 
     // Typed as nr_llm's callers pass them: max_tokens an int, temperature a float.
     const overrides: PhpArray = new Map();
@@ -212,7 +226,7 @@ export class RunPreparer {
       providerType: provider && !dryRun ? provider.adapterType : null,
       loopInput: {
         adapter,
-        model: { contextLength: model?.contextLength ?? 0, maxOutputTokens: model?.maxOutputTokens ?? 0, prices: prices && (prices.costInput > 0 || prices.costOutput > 0 || prices.costCacheRead != null || prices.costCacheWrite != null || prices.costReasoning != null) ? prices : null },
+        model: { contextLength: model?.contextLength ?? 0, maxOutputTokens: model?.maxOutputTokens ?? 0, prices: isPriced(prices) ? prices : null },
         callOptions,
         runMaxTokens: request.maxTokens ?? null,
         systemPrompt: release ? release.effectiveSystemPrompt : effectiveSystemPromptOf(configuration, activeSnippets!, request.systemPrompt),

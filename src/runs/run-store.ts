@@ -363,13 +363,22 @@ export class RunStore {
     return row?.request ?? null;
   }
 
+  /** Replaces a run's stored request (JSON: `StoredRunRequest`); a run without one is left as it is. */
+  async replaceRequest(runUid: number, request: string): Promise<void> {
+    await this.dataSource.getRepository(RunRequestEntity).update({ runUid }, { request });
+  }
+
   /**
    * Claims an orphaned run for `instanceId`: its lease is missing or older
-   * than `staleSeconds`. Race-free with any number of instances: the stale
+   * than `staleSeconds`, or (with `goneHolder`) held by that instance, which
+   * is known to be gone. Race-free with any number of instances: the stale
    * lease is deleted and a new one inserted in one transaction; the run's
    * uid is the lease's primary key, so of two claimers one insert fails.
+   * `requeue` (default): the run goes on here, counted in `requeue_count`;
+   * false: it is claimed only to be closed (a cancel).
    */
-  async claimOrphan(runUid: number, instanceId: string, staleSeconds: number): Promise<boolean> {
+  async claimOrphan(runUid: number, instanceId: string, staleSeconds: number, options: { goneHolder?: string | null; requeue?: boolean } = {}): Promise<boolean> {
+    const goneHolder = options.goneHolder ?? null;
     try {
       return await this.dataSource.transaction(async (manager) => {
         const now = unixNow();
@@ -377,7 +386,10 @@ export class RunStore {
           .createQueryBuilder()
           .delete()
           .from(RunLeaseEntity)
-          .where('run_uid = :runUid AND heartbeat_at < :cutoff', { runUid, cutoff: now - staleSeconds })
+          .where(
+            goneHolder === null ? 'run_uid = :runUid AND heartbeat_at < :cutoff' : 'run_uid = :runUid AND (heartbeat_at < :cutoff OR instance_id = :goneHolder)',
+            { runUid, cutoff: now - staleSeconds, goneHolder },
+          )
           .execute();
         await manager.createQueryBuilder().insert().into(RunLeaseEntity).values({ runUid, instanceId, heartbeatAt: now }).updateEntity(false).execute();
         const open = await manager
@@ -385,7 +397,7 @@ export class RunStore {
           .where('r.uid = :runUid AND r.status IN (:...statuses)', { runUid, statuses: storedSpellings('QUEUED', 'RUNNING') })
           .getCount();
         if (open === 0) throw new ClaimLost();
-        await manager.increment(RunRequestEntity, { runUid }, 'requeueCount', 1);
+        if (options.requeue !== false) await manager.increment(RunRequestEntity, { runUid }, 'requeueCount', 1);
         return true;
       });
     } catch {
@@ -426,10 +438,10 @@ export class RunStore {
     return row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest);
   }
 
-  /** Whether an open run has a live owner: a lease renewed within `staleSeconds`. */
-  async hasLiveLease(runUid: number, staleSeconds: number): Promise<boolean> {
+  /** Who holds a run's lease and when it was last renewed (unix seconds); null when nobody does. */
+  async leaseOf(runUid: number): Promise<{ instanceId: string; heartbeatAt: number } | null> {
     const lease = await this.dataSource.getRepository(RunLeaseEntity).findOne({ where: { runUid } });
-    return lease !== null && lease.heartbeatAt >= unixNow() - staleSeconds;
+    return lease ? { instanceId: lease.instanceId, heartbeatAt: Number(lease.heartbeatAt) } : null;
   }
 
   /** Whether step `sequence` of a run is stored (an insert whose answer was lost may have been written). */

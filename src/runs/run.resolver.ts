@@ -137,7 +137,10 @@ export class RunResolver {
   }
 
   @Authorized(Role.EDITOR)
-  @Mutation(() => AgentRun, { description: 'Aborts the in-flight call or tool; the run ends CANCELLED with an END step.' })
+  @Mutation(() => AgentRun, {
+    description:
+      'Aborts the in-flight call or tool; the run ends CANCELLED with an END step, answered within about 2 s. A run whose instance died is taken over and ended at once. CONFLICT when the instance driving the run was asked to stop it but has not stored the END in time: the run still ends CANCELLED.',
+  })
   async cancelRun(@Ctx() { services }: GraphQLContext, @Arg('id', () => ID) id: string): Promise<AgentRun> {
     return toAgentRun(await services.runs.cancel(id));
   }

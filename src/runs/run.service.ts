@@ -24,7 +24,7 @@ import { unixNow } from '../shared/time';
 import type { ApprovalStep, EndStep, RequestedToolCall, RunDelta, RunStep } from './engine/run-step';
 import { RunReader, type RunView } from './run-reader';
 import { RunPreparer, type PreparedRun, type StartRunRequest, type StoredRunRequest } from './run-preparer';
-import { LeaseClock } from './lease-clock';
+import { LeaseClock, leaseIsStale } from './lease-clock';
 import { LeaseLostError, RunStore, type RunEndedHook, type RunProvenance } from './run-store';
 import type { ExternalToolSource, ToolInfo, ToolRegistry } from './tools/tool-registry';
 import { preciseNow, type RunObservation, type RunObserver } from '../operations/run-observer';
@@ -79,7 +79,9 @@ interface ActiveRun {
 const DEFAULT_LEASE_SECONDS = 15;
 const DEFAULT_STORE_RETRY_DELAYS_MS: readonly number[] = [100, 500, 2_000];
 /** How often cancelRun looks whether the owner of a run ended it, or died. */
-const REMOTE_CANCEL_POLL_MS = 250;
+const REMOTE_CANCEL_POLL_MS = 150;
+/** How long cancelRun waits for a run's END before it answers that the run's driver will store it. */
+const CANCEL_ANSWER_MS = 1_500;
 
 /** The END a run gets when its real END cannot be stored (too large, values out of range): small and always storable. */
 export const UNSTORABLE_RESULT_MESSAGE = 'The run ended, but its result could not be stored.';
@@ -159,9 +161,7 @@ export class RunService {
   private drive(row: AgentRunEntity, prepared: PreparedRun, resume: { steps: StoredStep[]; afterCrash: boolean } | null, requestTrace: unknown = null): void {
     const controller = new AbortController();
     // cancelRun may arrive at another instance; it asks over the bus.
-    const stopListening = this.bus.subscribe(row.uuid, (message) => {
-      if (message.type === 'cancel') controller.abort();
-    });
+    const stopListening = this.bus.onCancelRequest(row.uuid, () => controller.abort());
     const observation = this.options.observer?.runStarted({
       runId: row.uuid,
       configuration: prepared.configuration.identifier,
@@ -388,66 +388,95 @@ export class RunService {
   }
 
   /**
-   * Aborts the in-flight provider call or tool; the loop then ends the run
-   * CANCELLED with an END step. A run executed by another instance is asked
-   * to stop over the bus; a run nobody executes any more (its owner died) is
-   * closed here at once.
+   * Ends an open run CANCELLED with an END step, answering within about
+   * `CANCEL_ANSWER_MS`. A run driven here is aborted and its loop stores the
+   * END. A run driven by another live instance is asked over the bus to stop,
+   * and its END awaited. A run nobody drives any more is claimed (as a
+   * takeover claims it) and closed here at once: no lease, a stale one, or
+   * one whose holder heard no cancel request (it died; without Redis, it was
+   * an earlier process of this service). A waiting run is closed here. When
+   * the run's driver has not stored the END in time, the answer is a
+   * CONFLICT saying that it will: the cancel is also stored with the run's
+   * request, so an instance that takes the run over later ends it CANCELLED.
    */
   async cancel(uuid: string): Promise<RunView> {
     const row = await this.store.findRun(uuid);
     if (!row) throw new NotFoundError(`No run with id "${uuid}"`, 'id');
-    const active = this.active.get(uuid);
-    if (active) {
-      active.controller.abort();
-      await active.done;
-    } else if (row.status === 'WAITING_FOR_APPROVAL') {
-      // Nobody executes a waiting run: close it here, unless a decision or the timeout took it back up meanwhile.
-      if (!(await this.closeWaiting(row))) {
-        const current = await this.store.findRun(uuid);
-        const resumedHere = this.active.get(uuid);
-        if (resumedHere) {
-          resumedHere.controller.abort();
-          await resumedHere.done;
-        } else if (current && (current.status === 'QUEUED' || current.status === 'RUNNING')) {
-          await this.cancelElsewhere(current);
-        }
-      }
-    } else if (row.status === 'QUEUED' || row.status === 'RUNNING') {
-      await this.cancelElsewhere(row);
-    }
+    if (isOpenRunState(row.status)) await this.stopRun(row);
     return this.reader.view((await this.store.findRun(uuid)) ?? row);
   }
 
-  /**
-   * Asks the instance running `row` to abort it and waits for its END. Closes
-   * the run itself when no live instance holds it: at once for an orphan,
-   * or as soon as the owner's lease goes stale.
-   */
-  private async cancelElsewhere(row: AgentRunEntity): Promise<void> {
+  private async stopRun(row: AgentRunEntity): Promise<void> {
+    const deadline = Date.now() + CANCEL_ANSWER_MS;
     let ended = false;
     const unsubscribe = this.bus.subscribe(row.uuid, (message) => {
       if (message.type === 'step' && message.step.kind === 'end') ended = true;
     });
+    let recorded = false;
+    /** The lease holder that heard none of the cancel requests asked so far, and how many. */
+    let silent = null as { holder: string; asks: number } | null;
     try {
-      this.bus.publish(row.uuid, { type: 'cancel' });
-      const deadline = Date.now() + (this.leaseSeconds + 2) * 1000;
       for (;;) {
+        const local = this.active.get(row.uuid);
+        if (local) {
+          local.controller.abort();
+          if (!recorded) recorded = await this.recordCancelRequest(row);
+          if (await settlesBefore(local.done, deadline)) return;
+          throw new ConflictError(
+            'The run was stopped, but its END is not stored yet (the database is slow to take it); it ends CANCELLED as soon as it is. Query the run or watch runTrace for its END.',
+            'id',
+          );
+        }
         if (ended) return;
         const current = await this.store.findRun(row.uuid);
         if (!current || !isOpenRunState(current.status)) return;
         if (current.status === 'WAITING_FOR_APPROVAL') {
+          // Nobody drives a waiting run: close it here, unless a decision or the timeout takes it back up meanwhile.
           if (await this.closeWaiting(current)) return;
-          continue;
+        } else {
+          if (!recorded) recorded = await this.recordCancelRequest(current);
+          const lease = await this.store.leaseOf(current.uid);
+          if (lease === null || leaseIsStale(lease.heartbeatAt, unixNow(), this.leaseSeconds)) {
+            if (await this.cancelAsNewOwner(current, null)) return;
+          } else if (lease.instanceId !== this.instanceId) {
+            // (A lease of this instance without a loop here: the run is being taken up here; the next pass aborts it.)
+            const heard = await this.bus.requestCancel(row.uuid);
+            silent = heard === 0 ? { holder: lease.instanceId, asks: silent?.holder === lease.instanceId ? silent.asks + 1 : 1 } : null;
+            // Asked twice, a little apart, so that a driver whose subscription is still being made is not taken for gone.
+            if (silent !== null && silent.asks >= 2 && (await this.cancelAsNewOwner(current, lease.instanceId))) return;
+          }
         }
-        if (!(await this.store.hasLiveLease(row.uid, this.leaseSeconds)) || Date.now() > deadline) {
-          await this.closeOrphan(current, 'CANCELLED', 'cancelled', null);
-          return;
+        if (Date.now() >= deadline) {
+          throw new ConflictError(
+            'The run is driven by another instance, which was asked to stop it but has not stored its END yet (it is busy or paused). The run ends CANCELLED: by that instance as soon as it goes on, or, should that instance stop first, by the instance that takes the run over. Query the run or watch runTrace for its END.',
+            'id',
+          );
         }
         await new Promise((resolve) => setTimeout(resolve, REMOTE_CANCEL_POLL_MS));
       }
     } finally {
       unsubscribe();
     }
+  }
+
+  /** Stores the cancel with the run's request, for an instance that takes the run up later; false when the run has no stored request. */
+  private async recordCancelRequest(row: AgentRunEntity): Promise<boolean> {
+    const stored = await this.storedRequest(row);
+    if (!stored) return false;
+    if (stored.cancelRequested !== true) await this.store.replaceRequest(row.uid, JSON.stringify({ ...stored, cancelRequested: true } satisfies StoredRunRequest));
+    return true;
+  }
+
+  /**
+   * Claims a run nobody drives (no lease, a stale one, or one held by
+   * `goneHolder`, which heard no cancel request) and closes it CANCELLED
+   * here; false when another instance claimed it first or it ended meanwhile.
+   */
+  private async cancelAsNewOwner(row: AgentRunEntity, goneHolder: string | null): Promise<boolean> {
+    if (!(await this.store.claimOrphan(row.uid, this.instanceId, this.leaseSeconds, { goneHolder, requeue: false }))) return false;
+    const closed = await this.closeOrphan(row, 'CANCELLED', 'cancelled', null);
+    if (closed) this.logger.warn({ runId: row.uuid, goneHolder }, 'cancelled a run whose instance is gone: took it over and ended it here');
+    return closed;
   }
 
   private get leaseSeconds(): number {
@@ -545,6 +574,11 @@ export class RunService {
         }
         continue;
       }
+      if (stored.cancelRequested === true) {
+        // Its instance was asked to cancel it and stopped before it could: it ends as asked, not goes on.
+        if (await this.cancelAsNewOwner(row, null)) handled += 1;
+        continue;
+      }
       const leaseAt = Date.now();
       if (!(await this.store.claimOrphan(row.uid, this.instanceId, this.leaseSeconds))) continue;
       this.leases.taken(row.uid, leaseAt);
@@ -617,6 +651,17 @@ function normalisedRequest(request: StartRunRequest): StartRunRequest {
     if (request[key] !== undefined && request[key] !== null) (copy as unknown as Record<string, unknown>)[key] = request[key];
   }
   return copy;
+}
+
+/** Whether `promise` settles before the time `deadline` (ms since the epoch); a rejection counts as settled. */
+async function settlesBefore(promise: Promise<unknown>, deadline: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), Math.max(0, deadline - Date.now()))));
+  try {
+    return await Promise.race([promise.then(() => true, () => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function className(error: unknown): string {

@@ -21,8 +21,6 @@ export interface StoredStep {
 export type BusMessage =
   | { type: 'step'; step: StoredStep }
   | { type: 'delta'; delta: RunDelta }
-  /** Asks whichever instance executes the run to abort it. */
-  | { type: 'cancel' }
   /** On the run feed's channel: a run's row changed (see run-feed). */
   | { type: 'run-changed'; runId: string }
   /**
@@ -38,13 +36,23 @@ export interface TraceBus {
   subscribe(runId: string, listener: BusListener): () => void;
   /** Listeners of a run in this process. */
   listenerCount(runId: string): number;
+  /**
+   * Asks whichever instance drives the run to abort it. Resolves with how
+   * many drivers heard it: 0 when no live instance that the bus reaches
+   * drives the run (its driver died; in-process, any driver in another
+   * process); null when the bus could not ask (Redis unreachable).
+   */
+  requestCancel(runId: string): Promise<number | null>;
+  /** The driver of a run hears the run's cancel requests, from any instance; returns the unsubscribe. */
+  onCancelRequest(runId: string, listener: () => void): () => void;
   close(): Promise<void>;
 }
 
-class ListenerTable {
-  private readonly listeners = new Map<string, Set<BusListener>>();
+/** Listeners by run id (bus messages; for cancel requests, nothing). */
+class ListenerTable<M = BusMessage> {
+  private readonly listeners = new Map<string, Set<(message: M) => void>>();
 
-  add(runId: string, listener: BusListener): boolean {
+  add(runId: string, listener: (message: M) => void): boolean {
     let set = this.listeners.get(runId);
     const first = !set;
     if (!set) this.listeners.set(runId, (set = new Set()));
@@ -53,7 +61,7 @@ class ListenerTable {
   }
 
   /** Returns true when the run has no listener left. */
-  remove(runId: string, listener: BusListener): boolean {
+  remove(runId: string, listener: (message: M) => void): boolean {
     const set = this.listeners.get(runId);
     if (!set) return false;
     set.delete(listener);
@@ -66,19 +74,32 @@ class ListenerTable {
     return this.listeners.get(runId)?.size ?? 0;
   }
 
-  deliverToAll(message: BusMessage): void {
+  deliverToAll(message: M): void {
     for (const runId of [...this.listeners.keys()]) this.deliver(runId, message);
   }
 
-  deliver(runId: string, message: BusMessage): void {
+  /** Returns how many listeners the message was handed to. */
+  deliver(runId: string, message: M): number {
     const set = this.listeners.get(runId);
-    if (!set) return;
-    for (const listener of [...set]) listener(message);
+    if (!set) return 0;
+    const listeners = [...set];
+    for (const listener of listeners) listener(message);
+    return listeners.length;
   }
 }
 
 export class InProcessTraceBus implements TraceBus {
   private readonly table = new ListenerTable();
+  private readonly cancels = new ListenerTable<void>();
+
+  async requestCancel(runId: string): Promise<number | null> {
+    return this.cancels.deliver(runId, undefined);
+  }
+
+  onCancelRequest(runId: string, listener: () => void): () => void {
+    this.cancels.add(runId, listener);
+    return () => void this.cancels.remove(runId, listener);
+  }
 
   listenerCount(runId: string): number {
     return this.table.count(runId);
@@ -97,9 +118,13 @@ export class InProcessTraceBus implements TraceBus {
 }
 
 const CHANNEL_PREFIX = 'promptwire:run:';
+/** Cancel requests, on a channel of their own: only a run's driver subscribes, so PUBLISH counts the drivers that heard one. */
+const CANCEL_PREFIX = 'promptwire:run-cancel:';
+const CANCEL_ASK_TIMEOUT_MS = 500;
 
 export class RedisTraceBus implements TraceBus {
   private readonly table = new ListenerTable();
+  private readonly cancels = new ListenerTable<void>();
 
   listenerCount(runId: string): number {
     return this.table.count(runId);
@@ -116,6 +141,10 @@ export class RedisTraceBus implements TraceBus {
     // Named, so an operator (or a test) can tell this instance's subscriber apart in CLIENT LIST.
     this.subscriber = new Redis(url, { lazyConnect: false, connectionName: this.subscriberName });
     this.subscriber.on('message', (channel: string, payload: string) => {
+      if (channel.startsWith(CANCEL_PREFIX)) {
+        this.cancels.deliver(channel.slice(CANCEL_PREFIX.length), undefined);
+        return;
+      }
       try {
         this.table.deliver(channel.slice(CHANNEL_PREFIX.length), JSON.parse(payload) as BusMessage);
       } catch (error) {
@@ -151,6 +180,29 @@ export class RedisTraceBus implements TraceBus {
     if (this.table.add(runId, listener)) void this.subscriber.subscribe(CHANNEL_PREFIX + runId);
     return () => {
       if (this.table.remove(runId, listener)) void this.subscriber.unsubscribe(CHANNEL_PREFIX + runId);
+    };
+  }
+
+  async requestCancel(runId: string): Promise<number | null> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      // PUBLISH answers how many subscribers got the message: the drivers of the run, on any instance.
+      const published = this.publisher.publish(CANCEL_PREFIX + runId, 'cancel');
+      // A Redis that does not answer soon (reconnecting, retrying) is an unknown answer, not a wait.
+      const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), CANCEL_ASK_TIMEOUT_MS)));
+      return await Promise.race([published, late]);
+    } catch (error) {
+      this.logger.warn({ err: error, runId }, 'could not publish a cancel request to Redis');
+      return null;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  onCancelRequest(runId: string, listener: () => void): () => void {
+    if (this.cancels.add(runId, listener)) void this.subscriber.subscribe(CANCEL_PREFIX + runId);
+    return () => {
+      if (this.cancels.remove(runId, listener)) void this.subscriber.unsubscribe(CANCEL_PREFIX + runId);
     };
   }
 

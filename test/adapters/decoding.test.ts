@@ -6,7 +6,7 @@ import { isVaultIdentifier } from '../../src/providers/adapters/credentials';
 import { decodeNdjsonLines } from '../../src/providers/adapters/ndjson';
 import { decodeSse } from '../../src/providers/adapters/sse';
 import { ThinkTagSplitter, splitThinkTags } from '../../src/providers/adapters/think-tags';
-import { normaliseToolCall, serialiseArguments } from '../../src/providers/adapters/tool-calls';
+import { normaliseToolCall, normaliseToolCalls, serialiseArguments, uniqueToolCallIds } from '../../src/providers/adapters/tool-calls';
 import { buildUsage } from '../../src/providers/adapters/usage';
 
 async function* chunksOf(bytes: Uint8Array, size: number): AsyncGenerator<Uint8Array> {
@@ -130,6 +130,25 @@ describe('tool calls', () => {
     expect(normaliseToolCall({ id: 'c1', name: '  ', arguments: '{"secret":"x"}' }, { ...context, logger: { warn } })).toBeNull();
     expect(warn).toHaveBeenCalledWith({ provider: 'p', toolCallId: 'c1', toolName: null }, 'skipped a tool call without a function name');
     expect(JSON.stringify(warn.mock.calls)).not.toContain('secret');
+  });
+
+  it('keeps every call of an answer that repeats an id: later ones get the first free `<id>#n`, the provider\'s id in wireId', () => {
+    const call = (id: string, args = '{}') => ({ id, type: 'function' as const, function: { name: 'f', arguments: args } });
+    const calls = [call('a', '{"n":1}'), call('a', '{"n":2}'), call('a#2'), call('a', '{"n":3}'), call('b')];
+    expect(uniqueToolCallIds(calls)).toEqual([
+      call('a', '{"n":1}'),
+      { ...call('a#3', '{"n":2}'), wireId: 'a' },
+      call('a#2'),
+      { ...call('a#4', '{"n":3}'), wireId: 'a' },
+      call('b'),
+    ]);
+    // The same answer read again gives the same ids; the calls given are not changed.
+    expect(uniqueToolCallIds(calls)).toEqual(uniqueToolCallIds(calls));
+    expect(calls[1]!.id).toBe('a');
+    expect(normaliseToolCalls([{ id: 'x', name: 'f' }, { id: 'x', name: 'g' }], context).map((c) => [c.id, c.wireId])).toEqual([
+      ['x', undefined],
+      ['x#2', 'x'],
+    ]);
   });
 
   it('invents an id when the provider sent none', () => {

@@ -254,4 +254,33 @@ describe.each(testDialects)('run budgets (%s)', (dialect) => {
       expect(refused.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field });
     }
   });
+
+  test('maxCost on a model without prices is refused, naming the model, and nothing is stored; a model with only an extra price is priced', async () => {
+    ts = await startTestServer(dialect);
+    const setup = await kit.setup();
+    const countRuns = async () => Number(((await ts!.database.query('SELECT COUNT(*) AS n FROM tx_nrllm_agentrun')) as { n: unknown }[])[0]!.n);
+    const before = await countRuns();
+    const refused = await ts.gql('mutation($input: StartRunInput!) { startRun(input: $input) { id } }', { input: { configuration: setup.configuration, prompt: 'x', tools: [], maxCost: 1 } });
+    expect(refused.data).toBeNull();
+    expect(refused.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'maxCost' });
+    expect(refused.errors?.[0]?.message).toBe(
+      `maxCost needs a priced model: model "${setup.modelIdentifier}" has no prices; set its costInput/costOutput (updateModel) or leave maxCost out`,
+    );
+    expect(await countRuns()).toBe(before);
+    expect(setup.provider.requests).toHaveLength(0);
+
+    // Without maxCost the same model runs (its cost is unknown: null).
+    setup.provider.script({ text: 'unpriced', usage: { prompt: 1, completion: 1 } });
+    const unbudgeted = await kit.waitForRun((await kit.startRun({ configuration: setup.configuration, prompt: 'x', tools: [] })).id);
+    expect(unbudgeted).toMatchObject({ status: 'COMPLETED', estimatedCost: null });
+
+    // A cache-read price alone makes the model priced: the budget is accepted.
+    await ts.ok('mutation($uid: Int!, $input: UpdateModelInput!) { updateModel(uid: $uid, input: $input) { uid } }', {
+      uid: Number(((await ts.database.query('SELECT uid FROM tx_nrllm_model WHERE identifier = ?', [setup.modelIdentifier])) as { uid: unknown }[])[0]!.uid),
+      input: { costCacheRead: 0 },
+    });
+    setup.provider.script({ text: 'priced', usage: { prompt: 1, completion: 1 } });
+    const budgeted = await kit.waitForRun((await kit.startRun({ configuration: setup.configuration, prompt: 'x', tools: [], maxCost: 1 })).id);
+    expect(budgeted).toMatchObject({ status: 'COMPLETED', finalContent: 'priced', estimatedCost: 0 });
+  });
 });

@@ -16,7 +16,7 @@
 import { z } from 'zod/v4';
 
 import { acceptedKeys, passThrough, readSampling } from './call-options';
-import { decodeReplay, encodeReplay, liftSystemMessages } from './conversation';
+import { decodeReplay, encodeReplay, liftSystemMessages, wireToolCallId, wireToolCallIds } from './conversation';
 import { resolveBaseUrl } from './credentials';
 import {
   type ProviderError,
@@ -34,7 +34,7 @@ import {
   type WireRequest,
   incompleteStream,
 } from './http-chat-adapter';
-import { type RawToolCall, argumentsAsObject, normaliseToolCall } from './tool-calls';
+import { type RawToolCall, argumentsAsObject, normaliseToolCall, uniqueToolCallIds } from './tool-calls';
 import type { ChatMessage, ChatRequest, FinishReason, ToolCall } from './types';
 import { buildUsage } from './usage';
 import { type WireContext, parseWire } from './wire';
@@ -189,11 +189,12 @@ type WireMessage = { role: 'user' | 'assistant'; content: string | Record<string
 
 function toWireMessages(turns: ReadonlyArray<Exclude<ChatMessage, { role: 'system' }>>): WireMessage[] {
   const out: WireMessage[] = [];
+  const ids = wireToolCallIds(turns);
   /** The user turn collecting the results of the preceding assistant turn's calls. */
   let toolResults: Record<string, unknown>[] | null = null;
   for (const message of turns) {
     if (message.role === 'tool') {
-      const block = { type: 'tool_result', tool_use_id: message.tool_call_id, content: message.content };
+      const block = { type: 'tool_result', tool_use_id: wireToolCallId(ids, message.tool_call_id), content: message.content };
       if (toolResults === null) {
         toolResults = [block];
         out.push({ role: 'user', content: toolResults });
@@ -212,7 +213,7 @@ function toWireMessages(turns: ReadonlyArray<Exclude<ChatMessage, { role: 'syste
     if (calls.length > 0) blocks.push(...replayedThinking(calls[0]));
     if (message.content !== null && message.content !== '') blocks.push({ type: 'text', text: message.content });
     for (const call of calls) {
-      blocks.push({ type: 'tool_use', id: call.id, name: call.function.name, input: argumentsAsObject(call.function.arguments) });
+      blocks.push({ type: 'tool_use', id: wireToolCallId(ids, call.id), name: call.function.name, input: argumentsAsObject(call.function.arguments) });
     }
     // The API refuses empty assistant turns and empty text blocks; an empty turn carries nothing anyway.
     if (blocks.length === 0) continue;
@@ -293,7 +294,7 @@ function fromBlocks(blocks: Block[], stopReason: string | null, usage: WireUsage
   return {
     content,
     thinking: thinking.length === 0 ? null : thinking.join('\n\n'),
-    toolCalls,
+    toolCalls: uniqueToolCallIds(toolCalls),
     finishReason: stopReason === null ? 'other' : (STOP_REASONS[stopReason] ?? 'other'),
     rawFinishReason: stopReason,
     usage: toUsage(usage),

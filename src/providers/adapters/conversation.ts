@@ -42,6 +42,26 @@ export function toolNamesById(messages: readonly ChatMessage[]): Map<string, str
   return names;
 }
 
+/**
+ * The ids to send a provider for the calls and results of `messages`, by the
+ * service's call id: the provider's own id where the service gave a call
+ * another one (`ToolCall.wireId`); ids not in the map are sent as they are.
+ */
+export function wireToolCallIds(messages: readonly ChatMessage[]): Map<string, string> {
+  const ids = new Map<string, string>();
+  for (const message of messages) {
+    if (message.role === 'assistant') {
+      for (const call of message.tool_calls ?? []) if (call.wireId !== undefined) ids.set(call.id, call.wireId);
+    }
+  }
+  return ids;
+}
+
+/** The id a call or a result goes to the provider with (see `wireToolCallIds`). */
+export function wireToolCallId(ids: ReadonlyMap<string, string>, id: string): string {
+  return ids.get(id) ?? id;
+}
+
 export type ReplayFamily = 'anthropic' | 'gemini';
 
 export function encodeReplay(family: ReplayFamily, payload: string): string {

@@ -24,6 +24,7 @@ import {
   type WireRequest,
   incompleteStream,
 } from './http-chat-adapter';
+import { wireToolCallId, wireToolCallIds } from './conversation';
 import { ThinkTagSplitter } from './think-tags';
 import { type RawToolCall, isJsonObject, normaliseToolCalls } from './tool-calls';
 import type { AdapterType, ChatMessage, ChatRequest, FinishReason, ProviderSettings } from './types';
@@ -178,7 +179,7 @@ export class OpenAiCompatibleAdapter extends HttpChatAdapter {
     const sampling = readSampling(request.options, warnings);
     const body: Record<string, unknown> = {
       model: request.options.model,
-      messages: request.messages.map(toWireMessage),
+      messages: toWireMessages(request.messages),
     };
     if (sampling.temperature !== undefined) body.temperature = sampling.temperature;
     if (sampling.topP !== undefined) body.top_p = sampling.topP;
@@ -234,7 +235,13 @@ export class OpenAiCompatibleAdapter extends HttpChatAdapter {
   }
 }
 
-function toWireMessage(message: ChatMessage): Record<string, unknown> {
+function toWireMessages(messages: readonly ChatMessage[]): Record<string, unknown>[] {
+  const ids = wireToolCallIds(messages);
+  return messages.map((message) => toWireMessage(message, ids));
+}
+
+/** `ids`: the provider's own call ids, where the service gave a call another one (`wireToolCallIds`). */
+function toWireMessage(message: ChatMessage, ids: ReadonlyMap<string, string>): Record<string, unknown> {
   switch (message.role) {
     case 'system':
     case 'user':
@@ -244,7 +251,7 @@ function toWireMessage(message: ChatMessage): Record<string, unknown> {
       // OpenAI refuses an empty `tool_calls` array; `providerReplay` belongs to other families.
       if (message.tool_calls !== undefined && message.tool_calls.length > 0) {
         wire.tool_calls = message.tool_calls.map((call) => ({
-          id: call.id,
+          id: wireToolCallId(ids, call.id),
           type: 'function',
           function: { name: call.function.name, arguments: call.function.arguments },
         }));
@@ -252,7 +259,7 @@ function toWireMessage(message: ChatMessage): Record<string, unknown> {
       return wire;
     }
     case 'tool':
-      return { role: 'tool', tool_call_id: message.tool_call_id, content: message.content };
+      return { role: 'tool', tool_call_id: wireToolCallId(ids, message.tool_call_id), content: message.content };
   }
 }
 

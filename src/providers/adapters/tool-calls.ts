@@ -49,14 +49,38 @@ export function normaliseToolCall(
   return call;
 }
 
-/** The usable calls of `raws`, in order (the unusable ones are skipped with a warning). */
+/** The usable calls of `raws`, in order (the unusable ones are skipped with a warning), each with an id of its own (`uniqueToolCallIds`). */
 export function normaliseToolCalls(raws: readonly RawToolCall[], context: Parameters<typeof normaliseToolCall>[1]): ToolCall[] {
   const calls: ToolCall[] = [];
   for (const raw of raws) {
     const call = normaliseToolCall(raw, context);
     if (call !== null) calls.push(call);
   }
-  return calls;
+  return uniqueToolCallIds(calls);
+}
+
+/**
+ * The calls of one answer, each with an id no other call of the answer has.
+ * A provider that repeats an id (two calls `call_1`) keeps both calls: the
+ * first keeps the id, a later one gets `<id>#2` (`#3`, …; the first suffix
+ * no call of the answer has), the same on every reading of the same answer,
+ * and remembers the provider's id in `wireId` for the wire formats that pair
+ * results with calls by id. Calls are new objects; `calls` is not changed.
+ */
+export function uniqueToolCallIds(calls: readonly ToolCall[]): ToolCall[] {
+  const taken = new Set(calls.map((call) => call.id));
+  const assigned = new Set<string>();
+  return calls.map((call) => {
+    if (!assigned.has(call.id)) {
+      assigned.add(call.id);
+      return call;
+    }
+    let suffix = 2;
+    while (taken.has(`${call.id}#${suffix}`) || assigned.has(`${call.id}#${suffix}`)) suffix += 1;
+    const id = `${call.id}#${suffix}`;
+    assigned.add(id);
+    return { ...call, id, wireId: call.wireId ?? call.id };
+  });
 }
 
 /**

@@ -18,6 +18,13 @@ export interface ToolCall {
    * it, so another provider ignores it. Keep it on the assistant turn as is.
    */
   providerReplay?: string;
+  /**
+   * The id the provider gave the call, when it is not `id`: the provider
+   * sent two calls of one answer under the same id and this one was given an
+   * id of its own (`<id>#2`, see `uniqueToolCallIds`). Adapters whose wire
+   * format pairs calls and results by id send this one back (`wireToolCallId`).
+   */
+  wireId?: string;
 }
 
 /**

@@ -27,6 +27,7 @@ import type {
   ToolCall,
   ToolDefinition,
 } from '../../providers/adapters/types';
+import { uniqueToolCallIds } from '../../providers/adapters/tool-calls';
 import { estimateCost, type ModelPrices } from '../../providers/cost';
 import { composeSnippets } from '../../prompt/snippet-text';
 import { plainJsonText } from '../../shared/php-json';
@@ -386,6 +387,7 @@ function requestedToolCall(call: ToolCall): RequestedToolCall {
   // A JSON string would be read back as raw text: keep what was sent.
   if (parsed.ok && typeof parsed.value === 'string') requested.rawArguments = text;
   if (call.providerReplay !== undefined) requested.providerReplay = call.providerReplay;
+  if (call.wireId !== undefined) requested.wireId = call.wireId;
   return requested;
 }
 
@@ -604,7 +606,8 @@ class AgentLoopRun {
         completionTokens: usage.completionTokens,
         totalTokens: usage.totalTokens,
         estimatedCost: prices === null ? null : estimateCost(usage, prices),
-        requestedToolCalls: result.toolCalls.map(requestedToolCall),
+        // Each call its own id, so each gets its own TOOL step and decision (the adapters' normalisation does this; an injected adapter may not).
+        requestedToolCalls: uniqueToolCallIds(result.toolCalls).map(requestedToolCall),
         ...(result.warnings.length > 0 ? { warnings: [...result.warnings] } : {}),
         ...(this.input.captureRaw === true && result.raw !== undefined ? { raw: result.raw } : {}),
         ...(requestStored ? { resentAfterTakeover: true as const } : {}),

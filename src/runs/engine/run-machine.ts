@@ -208,6 +208,7 @@ export function transcriptToolCall(call: RequestedToolCall): ToolCall {
     type: 'function',
     function: { name: call.name, arguments: text.trim() === '' ? '{}' : text },
     ...(call.providerReplay !== undefined ? { providerReplay: call.providerReplay } : {}),
+    ...(call.wireId !== undefined ? { wireId: call.wireId } : {}),
   };
 }
 

@@ -71,6 +71,8 @@ export interface RequestedToolCall {
   rawArguments?: string;
   /** Adapter state that must go back with the call (see `ToolCall.providerReplay`). */
   providerReplay?: string;
+  /** The provider's id for the call when it repeated an id within one answer and `id` is `<id>#2` (see `ToolCall.wireId`). */
+  wireId?: string;
 }
 
 /** A person's decision on one pending tool call. */

@@ -1,0 +1,198 @@
+/**
+ * cancelRun of a run whose instance was killed (SIGKILL, no cleanup), asked
+ * before anyone took the run over: right after a restart on the same
+ * database, or on another live instance while the dead one's lease still
+ * looks live. Nobody heard the cancel request, so the instance asked claims
+ * the run and ends it CANCELLED at once: an END stored, the watchers told,
+ * the provider not called again. A live owner that cannot stop the run in
+ * time (frozen here) gets the request; the answer is then a CONFLICT saying
+ * the run will end CANCELLED, and it does: by the owner when it goes on, or
+ * by the instance that takes the run over if the owner dies first.
+ */
+import { createClient, type Client } from 'graphql-ws';
+import WebSocket from 'ws';
+import { createTestDatabase, testDialects, type TestDatabase } from '../support/databases';
+import { startServerProcess, type ServerProcess } from '../support/server-process';
+import { ADMIN_TOKEN } from '../support/server';
+import { expectWellFormedTrace, uniqueIdentifier } from '../runs/run-kit';
+import { ScriptedProvider, gate, withTimeout } from '../runs/scripted-provider';
+
+const redisUrl = process.env.TEST_REDIS_URL?.trim() || null;
+/** Long enough that no takeover happens while a test cancels (the dead instance's lease stays live). */
+const LONG_LEASE = { RUN_LEASE_SECONDS: '15' };
+const CANCEL = 'mutation($id: ID!) { cancelRun(id: $id) { id status terminationReason } }';
+
+interface Step {
+  sequence: number;
+  kind: string;
+  round: number;
+  status: string | null;
+  terminationReason: string | null;
+}
+const STEP = 'sequence kind round status terminationReason';
+
+async function setupRun(server: ServerProcess, provider: ScriptedProvider): Promise<string> {
+  const providerId = uniqueIdentifier('prov');
+  const modelId = uniqueIdentifier('model');
+  const configuration = uniqueIdentifier('conf');
+  await server.ok('mutation($input: CreateProviderInput!) { createProvider(input: $input) { uid } }', {
+    input: { identifier: providerId, name: 'Scripted', adapterType: 'custom', endpointUrl: provider.url, apiKey: 'test-key', maxRetries: 0 },
+  });
+  await server.ok('mutation($input: CreateModelInput!) { createModel(input: $input) { uid } }', { input: { identifier: modelId, name: 'M', provider: providerId, modelId: 'scripted' } });
+  await server.ok('mutation($input: CreateConfigurationInput!) { createConfiguration(input: $input) { uid } }', { input: { identifier: configuration, name: 'C', model: modelId } });
+  return configuration;
+}
+
+/** A run whose first provider call is never answered; resolves once that call is in flight. */
+async function startHeldRun(server: ServerProcess, provider: ScriptedProvider): Promise<string> {
+  const configuration = await setupRun(server, provider);
+  provider.script({ text: 'never sent', gate: gate().promise });
+  const started = await server.ok<{ startRun: { id: string } }>('mutation($input: StartRunInput!) { startRun(input: $input) { id } }', { input: { configuration, prompt: 'hello', tools: [] } });
+  await provider.waitForRequest(1);
+  return started.startRun.id;
+}
+
+async function runOf(server: ServerProcess, id: string): Promise<{ status: string; terminationReason: string | null; steps: Step[] }> {
+  const data = await server.ok<{ run: { status: string; terminationReason: string | null; steps: Step[] } }>(`query($id: ID!) { run(id: $id) { status terminationReason steps { ${STEP} } } }`, { id });
+  return data.run;
+}
+
+async function waitForEnd(server: ServerProcess, id: string, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const run = await runOf(server, id);
+    if (['COMPLETED', 'FAILED', 'CANCELLED'].includes(run.status)) return run;
+    if (Date.now() > deadline) throw new Error(`run ${id} still ${run.status}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+function watch(url: string, id: string): { client: Client; steps: Step[]; done: Promise<void> } {
+  const client = createClient({ url: url.replace(/^http/, 'ws'), webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${ADMIN_TOKEN}` }, retryAttempts: 0 });
+  const steps: Step[] = [];
+  const done = new Promise<void>((resolve) => {
+    client.subscribe<{ runTrace: Step }>(
+      { query: `subscription($id: ID!) { runTrace(runId: $id) { ${STEP} } }`, variables: { id } },
+      { next: (value) => value.data && steps.push(value.data.runTrace), error: () => resolve(), complete: () => resolve() },
+    );
+  });
+  return { client, steps, done };
+}
+
+/** Cancels through `server` and checks what a client must get: CANCELLED, within 2 s, with its END stored and watched. */
+async function expectCancelledAtOnce(server: ServerProcess, provider: ScriptedProvider, id: string): Promise<void> {
+  const watcher = watch(server.url, id);
+  // The watcher has read the stored steps before the cancel.
+  await withTimeout((async () => { while (watcher.steps.length < 2) await new Promise((resolve) => setTimeout(resolve, 20)); })(), 10_000, 'the watcher did not read the stored steps');
+  const begun = Date.now();
+  const answer = await server.gql<{ cancelRun: { status: string; terminationReason: string | null } }>(CANCEL, { id });
+  const took = Date.now() - begun;
+  expect(answer.errors).toBeUndefined();
+  expect(answer.data?.cancelRun).toMatchObject({ status: 'CANCELLED', terminationReason: 'cancelled' });
+  expect(took).toBeLessThan(2_000);
+
+  const run = await runOf(server, id);
+  expect(run).toMatchObject({ status: 'CANCELLED', terminationReason: 'cancelled' });
+  expectWellFormedTrace(run.steps);
+  expect(run.steps.map((s) => s.kind)).toEqual(['CONTEXT', 'REQUEST', 'END']);
+  await withTimeout(watcher.done, 10_000, 'the watcher did not receive the END');
+  await watcher.client.dispose();
+  expect(watcher.steps.map((s) => [s.sequence, s.kind, s.status])).toEqual([
+    [1, 'CONTEXT', null],
+    [2, 'REQUEST', null],
+    [3, 'END', 'CANCELLED'],
+  ]);
+  // Ended, not taken over: the provider was not called again.
+  expect(provider.requests).toHaveLength(1);
+}
+
+describe.each(testDialects)('cancelRun of a run whose instance was killed (%s)', (dialect) => {
+  let database: TestDatabase | null = null;
+  const servers: ServerProcess[] = [];
+  const providers: ScriptedProvider[] = [];
+
+  afterEach(async () => {
+    await Promise.all(servers.splice(0).map((server) => server.stop()));
+    await Promise.all(providers.splice(0).map((provider) => provider.close()));
+    await database?.drop();
+    database = null;
+  }, 60_000);
+
+  async function start(env: Record<string, string>): Promise<ServerProcess> {
+    const server = await startServerProcess(database!, env);
+    servers.push(server);
+    return server;
+  }
+
+  async function scriptedProvider(): Promise<ScriptedProvider> {
+    const provider = await ScriptedProvider.start();
+    providers.push(provider);
+    return provider;
+  }
+
+  test('right after a restart on the same database: CANCELLED within 2 s, END stored and seen by a watcher, nothing sent again', async () => {
+    database = await createTestDatabase(dialect);
+    const provider = await scriptedProvider();
+    const first = await start(LONG_LEASE);
+    const id = await startHeldRun(first, provider);
+    await first.kill();
+
+    const second = await start({ ...LONG_LEASE, RUN_MIGRATIONS: 'false' });
+    await expectCancelledAtOnce(second, provider, id);
+  }, 90_000);
+
+  // Two live processes on one database: MySQL with Redis, as several instances run (defined there alone).
+  if (dialect === 'mysql') {
+    (redisUrl ? test : test.skip)('on another instance (mysql + Redis), before its takeover: CANCELLED within 2 s, END stored and seen by a watcher', async () => {
+      database = await createTestDatabase(dialect);
+      const provider = await scriptedProvider();
+      const env = { ...LONG_LEASE, REDIS_URL: redisUrl! };
+      const owner = await start(env);
+      const other = await start({ ...env, RUN_MIGRATIONS: 'false' });
+      const id = await startHeldRun(owner, provider);
+      await owner.kill();
+      await expectCancelledAtOnce(other, provider, id);
+    }, 90_000);
+
+    (redisUrl ? test : test.skip)('an owner that is alive but frozen (mysql + Redis): a CONFLICT within 2 s saying the run will end CANCELLED; it does once the owner goes on', async () => {
+      database = await createTestDatabase(dialect);
+      const provider = await scriptedProvider();
+      const env = { ...LONG_LEASE, REDIS_URL: redisUrl! };
+      const owner = await start(env);
+      const other = await start({ ...env, RUN_MIGRATIONS: 'false' });
+      const id = await startHeldRun(owner, provider);
+      owner.pause();
+      try {
+        const begun = Date.now();
+        const answer = await other.gql(CANCEL, { id });
+        expect(Date.now() - begun).toBeLessThan(3_000);
+        expect(answer.errors?.[0]?.extensions).toMatchObject({ code: 'CONFLICT', field: 'id' });
+        expect(answer.errors?.[0]?.message).toContain('ends CANCELLED');
+        expect((await runOf(other, id)).status).toBe('RUNNING');
+      } finally {
+        owner.resume();
+      }
+      const run = await waitForEnd(other, id, 15_000);
+      expect(run).toMatchObject({ status: 'CANCELLED', terminationReason: 'cancelled' });
+      expect(run.steps.map((s) => s.kind)).toEqual(['CONTEXT', 'REQUEST', 'END']);
+      expect(provider.requests).toHaveLength(1);
+    }, 90_000);
+
+    (redisUrl ? test : test.skip)('an owner asked to cancel that dies before it could (mysql + Redis): the instance that takes the run over ends it CANCELLED, not sends it again', async () => {
+      database = await createTestDatabase(dialect);
+      const provider = await scriptedProvider();
+      const env = { RUN_LEASE_SECONDS: '6', REDIS_URL: redisUrl! };
+      const owner = await start(env);
+      const other = await start({ ...env, RUN_MIGRATIONS: 'false' });
+      const id = await startHeldRun(owner, provider);
+      owner.pause();
+      const answer = await other.gql(CANCEL, { id });
+      expect(answer.errors?.[0]?.extensions?.code).toBe('CONFLICT');
+      await owner.kill();
+      const run = await waitForEnd(other, id, 30_000);
+      expect(run).toMatchObject({ status: 'CANCELLED', terminationReason: 'cancelled' });
+      expect(run.steps.map((s) => s.kind)).toEqual(['CONTEXT', 'REQUEST', 'END']);
+      expect(provider.requests).toHaveLength(1);
+    }, 90_000);
+  }
+});
