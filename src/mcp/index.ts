@@ -33,7 +33,7 @@ export function createMcpFeature(dataSource: DataSource, config: AppConfig, secr
   service = new McpService(repository, client, secrets, new KeyedMutex(), logger, {
     allowedHosts: config.webhookAllowedHosts,
     builtinToolNames,
-    readEnv: config.readEnv,
+    environment: config,
     timeoutMs: config.mcpTimeoutMs,
     close: async () => {
       await client.close();

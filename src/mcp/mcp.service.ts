@@ -6,6 +6,7 @@ import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamable
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import Ajv from 'ajv';
 import type { Logger } from '../logger';
+import { checkEnvReference, type CredentialEnvironment, ENV_REFERENCE_RULE, isEnvReference, readEnvReference } from '../shared/env-reference';
 import { BadUserInputError, ConflictError, NotFoundError } from '../shared/errors';
 import { checkOutboundUrl, OutboundAddressRefusedError } from '../shared/outbound-address';
 import type { KeyedMutex } from '../shared/keyed-mutex';
@@ -24,7 +25,7 @@ export interface McpServerWrite {
   name?: string | null;
   description?: string | null;
   url?: string | null;
-  /** Write-only. `null` or `""` removes it; `env:NAME` reads NAME at connection time. */
+  /** Write-only. `null` or `""` removes it; `env:NAME` reads NAME at connection time (NAME on the provider-key allow-list). */
   credential?: string | null;
   authPlacement?: string | null;
   authHeaderName?: string | null;
@@ -41,7 +42,7 @@ const STORED_MARKER = 'promptwire:stored';
 export function credentialState(authCredential: string): CredentialState {
   if (authCredential === '') return 'none';
   if (authCredential === STORED_MARKER) return 'stored';
-  if (/^env:[A-Za-z_][A-Za-z0-9_]*$/.test(authCredential)) return 'environment';
+  if (isEnvReference(authCredential)) return 'environment';
   // TYPO3 keeps an identifier of its vault here, which this service cannot read.
   return 'external';
 }
@@ -56,7 +57,8 @@ export interface McpServiceOptions {
   allowedHosts: readonly string[];
   /** Names of the built-in tools: an imported tool of the same name is skipped (built-ins win). */
   builtinToolNames: () => readonly string[];
-  readEnv: (name: string) => string | undefined;
+  /** Reads `env:NAME` credentials, under the allow-list provider keys use. */
+  environment: CredentialEnvironment;
   timeoutMs: number;
   /** Closes the kept connections (at shutdown). */
   close?: () => Promise<void>;
@@ -213,10 +215,9 @@ export class McpService {
   async endpointFor(server: McpServerEntity): Promise<McpEndpoint | string> {
     if (server.url === '') return 'The server has no URL.';
     const headers: Record<string, string> = {};
-    const credential = await this.resolveCredential(server);
-    if (credential === null) {
-      return 'The credential is a TYPO3 vault identifier, which this service cannot read; set the credential here.';
-    }
+    const resolved = await this.resolveCredential(server);
+    if ('unusable' in resolved) return resolved.unusable;
+    const credential = resolved.credential;
     if (credential !== '') {
       if (server.authPlacement === 'header' && server.authHeaderName !== '') headers[server.authHeaderName] = credential;
       else headers.authorization = `Bearer ${credential}`;
@@ -240,18 +241,25 @@ export class McpService {
     await this.repository.recordContact(serverUid, now, latencyMs);
   }
 
-  /** `''` for none, `null` when set but unusable here. */
-  private async resolveCredential(server: McpServerEntity): Promise<string | null> {
+  /** The credential to send (`''`: none), or why the one set cannot be used here (a message for the operator). */
+  private async resolveCredential(server: McpServerEntity): Promise<{ credential: string } | { unusable: string }> {
+    const vault = { unusable: 'The credential is a TYPO3 vault identifier, which this service cannot read; set the credential here.' };
     switch (credentialState(server.authCredential)) {
       case 'none':
-        return '';
+        return { credential: '' };
       case 'external':
-        return null;
-      case 'environment':
-        return this.options.readEnv(server.authCredential.slice('env:'.length)) ?? '';
+        return vault;
+      case 'environment': {
+        // A row written by TYPO3, or before the allow-list, may name any variable: such a variable is never read.
+        const read = readEnvReference(server.authCredential, this.options.environment);
+        if (read.ok) return { credential: read.value };
+        if (read.reason === 'unset') return { credential: '' };
+        return { unusable: `The credential "${server.authCredential}" names a variable this service does not read: "env:NAME" ${ENV_REFERENCE_RULE}; set the credential here.` };
+      }
       case 'stored': {
         const stored = await this.repository.credentialOf(server.uid);
-        return stored === null ? null : this.secrets.decrypt(stored);
+        const decrypted = stored === null ? null : this.secrets.decrypt(stored);
+        return decrypted === null ? { unusable: 'The stored credential cannot be read (it was encrypted with another SECRET_KEY, or is missing); set the credential again.' } : { credential: decrypted };
       }
     }
   }
@@ -360,10 +368,10 @@ export class McpService {
     }
     if (credential.length > 4096) throw new BadUserInputError('credential must be at most 4096 characters', 'credential');
     if (/[\r\n\0]/.test(credential)) throw new BadUserInputError('credential must be one line', 'credential');
-    if (credential.startsWith('env:')) {
-      if (!/^env:[A-Za-z_][A-Za-z0-9_]*$/.test(credential) || credential.length > 64) {
-        throw new BadUserInputError('credential "env:NAME" needs a valid environment variable name', 'credential');
-      }
+    if (isEnvReference(credential)) {
+      checkEnvReference(credential, this.options.environment, 'credential');
+      // auth_credential is TYPO3's varchar(64).
+      if (credential.length > 64) throw new BadUserInputError('credential "env:NAME" must be at most 64 characters', 'credential');
       row.authCredential = credential;
       return null;
     }

@@ -96,7 +96,7 @@ export class CreateMcpServerInput {
   @Field({ description: '^[a-z0-9_]{1,32}$; prefixes every imported tool name.' }) identifier!: string;
   @Field() name!: string;
   @Field({ description: 'The server\'s streamable HTTP endpoint (http or https).' }) url!: string;
-  @Field(() => String, { nullable: true, description: 'Write-only; stored encrypted. "env:NAME" reads the variable NAME at connection time.' }) credential?: string | null;
+  @Field(() => String, { nullable: true, description: 'Write-only; stored encrypted. "env:NAME" reads the variable NAME at connection time; NAME must start with PROMPTWIRE_PROVIDER_KEY_ or be listed in PROVIDER_KEY_ENV_ALLOW, as for provider keys.' }) credential?: string | null;
   @Field(() => String, { nullable: true, description: 'bearer (default) or header.' }) authPlacement?: string | null;
   @Field(() => String, { nullable: true, description: 'The header that carries the credential when authPlacement is header.' }) authHeaderName?: string | null;
   @Field(() => Boolean, { nullable: true, description: 'Default true.' }) requiresApproval?: boolean | null;
