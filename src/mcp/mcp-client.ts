@@ -13,6 +13,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '../logger';
+import { redactSecrets } from '../providers/adapters/errors';
 import type { OutboundFetch } from '../shared/outbound-address';
 import type { RemoteCallResult } from './call-result';
 
@@ -22,6 +23,8 @@ export interface McpEndpoint {
   url: string;
   /** Headers every request carries (the credential, when the server has one). */
   headers: Record<string, string>;
+  /** The credential the headers carry (`''`: none); only for redaction. */
+  credential: string;
 }
 
 /** A tool as the server's `tools/list` describes it. */
@@ -105,6 +108,8 @@ export class McpClient {
         this.options.onContact?.(endpoint.uid, Math.round(performance.now() - started));
         return result;
       } catch (error) {
+        // A server may repeat the credential in its error (an HTTP body, a JSON-RPC message): gone before anyone logs it.
+        redactCredential(error, endpoint.credential);
         // A protocol answer (an error response, a timeout) leaves the session usable for other requests; anything else does not.
         if (!connected || !(error instanceof McpError)) this.drop(endpoint.uid, connection);
         const retry = !fresh && !signal?.aborted && (idempotent ? !(error instanceof McpError) : isUnknownSession(error));
@@ -140,6 +145,25 @@ export class McpClient {
   private drop(serverUid: number, connection: Connection): void {
     if (this.connections.get(serverUid) === connection) this.connections.delete(serverUid);
     void connection.client.close().catch(() => undefined);
+  }
+}
+
+/** Text a server sent, without the credential it was sent: the rule provider errors follow (`redactSecrets`). */
+export function withoutCredential(text: string, credential: string): string {
+  return redactSecrets(text, credential === '' ? null : credential);
+}
+
+/**
+ * Removes the credential from the message and stack of an error a request
+ * raised, and of its causes. In place: the error's class and code still tell
+ * callers what happened.
+ */
+function redactCredential(error: unknown, credential: string): void {
+  let current = error;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth += 1) {
+    current.message = withoutCredential(current.message, credential);
+    if (current.stack !== undefined) current.stack = withoutCredential(current.stack, credential);
+    current = current.cause;
   }
 }
 

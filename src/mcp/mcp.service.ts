@@ -222,7 +222,7 @@ export class McpService {
       if (server.authPlacement === 'header' && server.authHeaderName !== '') headers[server.authHeaderName] = credential;
       else headers.authorization = `Bearer ${credential}`;
     }
-    return { uid: server.uid, url: server.url, headers };
+    return { uid: server.uid, url: server.url, headers, credential };
   }
 
   async close(): Promise<void> {

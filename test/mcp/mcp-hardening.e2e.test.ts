@@ -1,31 +1,48 @@
 /**
- * What an MCP server registration may not do, through the running service:
- * read an arbitrary variable of the service's environment as its credential.
+ * MCP servers hardened, through the running service: a registration may not
+ * read an arbitrary variable of the service's environment as its credential;
+ * a server that repeats its credential in an error does not get it into the
+ * log (captured at trace level) nor into any GraphQL answer.
  */
+import type { IncomingHttpHeaders } from 'node:http';
 import { testDialects } from '../support/databases';
 import { ADMIN_TOKEN, startTestServer, type TestServer } from '../support/server';
-import { uniqueIdentifier } from '../runs/run-kit';
-import { McpTestServer } from './mcp-test-server';
+import { captureLog, type CapturedLog } from '../http/support/log-capture';
+import { RunKit, uniqueIdentifier } from '../runs/run-kit';
+import { McpTestServer, standardTools } from './mcp-test-server';
 
 const ALLOWED_BY_PREFIX = 'prefixed-mcp-token-Rk27';
 const ALLOWED_BY_LIST = 'listed-mcp-token-Wd55';
 
 interface ServerView {
   uid: number;
+  identifier: string;
   credentialSource: string;
   importStatus: string;
   importError: string | null;
 }
 
-const SERVER_FIELDS = 'uid credentialSource importStatus importError';
+const SERVER_FIELDS = 'uid identifier credentialSource importStatus importError';
+
+/** Not shaped like any well-known key: only the exact credential can be redacted. */
+const SECRET = 'mcp-credential-Vx83ad';
+
+/** What the server received as credential, wherever it was placed. */
+const credentialOf = (headers: IncomingHttpHeaders) => String(headers['x-api-key'] ?? headers.authorization ?? '');
 
 describe.each(testDialects)('MCP server hardening on %s', (dialect) => {
   let t: TestServer;
   let mcp: McpTestServer;
+  let log: CapturedLog;
+  const kit = new RunKit(() => t);
+  /** Every GraphQL answer, searched for the credential. */
+  const answers: string[] = [];
 
   beforeAll(async () => {
     mcp = await McpTestServer.start();
+    log = captureLog('trace');
     t = await startTestServer(dialect, {
+      server: { logger: log.logger },
       env: {
         WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
         MCP_TIMEOUT_MS: '5000',
@@ -36,6 +53,7 @@ describe.each(testDialects)('MCP server hardening on %s', (dialect) => {
     });
   });
   afterAll(async () => {
+    await kit.closeProviders();
     await t?.stop();
     await mcp?.stop();
   });
@@ -46,8 +64,12 @@ describe.each(testDialects)('MCP server hardening on %s', (dialect) => {
     });
   const update = (uid: number, input: Record<string, unknown>) =>
     t.gql<{ updateMcpServer: ServerView }>(`mutation($uid: Int!, $input: UpdateMcpServerInput!) { updateMcpServer(uid: $uid, input: $input) { ${SERVER_FIELDS} } }`, { uid, input });
-  const importTools = async (uid: number) =>
-    (await t.ok<{ importMcpTools: ServerView }>(`mutation($uid: Int!) { importMcpTools(uid: $uid) { ${SERVER_FIELDS} } }`, { uid })).importMcpTools;
+  const importTools = async (uid: number) => {
+    const result = await t.gql<{ importMcpTools: ServerView }>(`mutation($uid: Int!) { importMcpTools(uid: $uid) { ${SERVER_FIELDS} } }`, { uid });
+    answers.push(JSON.stringify(result));
+    if (result.errors) throw new Error(`GraphQL errors: ${JSON.stringify(result.errors)}`);
+    return result.data!.importMcpTools;
+  };
   const storedCredential = async (uid: number) =>
     ((await t.database.query('SELECT auth_credential FROM tx_nrllm_mcp_server WHERE uid = ?', [uid])) as { auth_credential: string }[])[0]?.auth_credential;
 
@@ -99,6 +121,88 @@ describe.each(testDialects)('MCP server hardening on %s', (dialect) => {
       }
       const everything = JSON.stringify(mcp.requests);
       for (const secret of serviceSecrets()) expect(everything).not.toContain(secret);
+    });
+  });
+
+  describe('a server that repeats the credential in its errors', () => {
+    const placements = [{}, { authPlacement: 'header', authHeaderName: 'X-Api-Key' }];
+
+    it('an import refused with HTTP 401 repeating it: the log and the answer have it redacted', async () => {
+      const own = await McpTestServer.start();
+      own.refuseWith = (headers) => ({ status: 401, body: `invalid credential "${credentialOf(headers)}" (${encodeURIComponent(SECRET)})` });
+      try {
+        for (const placement of placements) {
+          const server = (await create({ url: own.url, credential: SECRET, ...placement })).data!.createMcpServer;
+          const linesBefore = log.entries().length;
+          expect(await importTools(server.uid)).toMatchObject({ importStatus: 'error', importError: 'The server answered HTTP 401.' });
+          const logged = JSON.stringify(log.entries().slice(linesBefore));
+          expect(logged).toContain('An MCP catalogue import failed');
+          expect(logged).toContain('"code":401');
+          expect(logged).toContain('[redacted]');
+          expect(logged).not.toContain(SECRET);
+          expect(logged).not.toContain(encodeURIComponent(SECRET));
+        }
+        expect(own.requests.map(credentialOf)).toEqual(expect.arrayContaining([`Bearer ${SECRET}`, SECRET]));
+      } finally {
+        await own.stop();
+      }
+    });
+
+    it('an import answered with a JSON-RPC error repeating it: the log and the answer have it redacted', async () => {
+      const own = await McpTestServer.start();
+      own.listError = (headers) => `the credential ${credentialOf(headers)} may not list tools`;
+      try {
+        for (const placement of placements) {
+          const server = (await create({ url: own.url, credential: SECRET, ...placement })).data!.createMcpServer;
+          const linesBefore = log.entries().length;
+          const imported = await importTools(server.uid);
+          expect(imported.importStatus).toBe('error');
+          expect(imported.importError).toMatch(/^The server answered with an MCP error/);
+          const logged = JSON.stringify(log.entries().slice(linesBefore));
+          expect(logged).toContain('may not list tools');
+          expect(logged).not.toContain(SECRET);
+        }
+      } finally {
+        await own.stop();
+      }
+    });
+
+    it('a tool call that fails repeating it (thrown or reported): not in the log, the trace nor any answer', async () => {
+      const own = await McpTestServer.start([
+        ...standardTools(),
+        {
+          name: 'leak_thrown',
+          inputSchema: { type: 'object', properties: {} },
+          run: (_args, _signal, headers) => {
+            throw new Error(`refused: ${credentialOf(headers)}`);
+          },
+        },
+        { name: 'leak_reported', inputSchema: { type: 'object', properties: {} }, run: (_args, _signal, headers) => ({ error: `refused: ${credentialOf(headers)}` }) },
+      ]);
+      try {
+        const server = (await create({ url: own.url, credential: SECRET, requiresApproval: false, enabled: true, authPlacement: 'header', authHeaderName: 'X-Api-Key' })).data!.createMcpServer;
+        expect((await importTools(server.uid)).importStatus).toBe('partial');
+        const names = ['leak_thrown', 'leak_reported'].map((name) => `mcp_${server.identifier}_${name}`);
+        const setup = await kit.setup({ contextLength: 200_000 });
+        setup.provider.script({ toolCalls: names.map((name) => ({ name, arguments: {} })), usage: { prompt: 1, completion: 1 } }, { text: 'done', usage: { prompt: 1, completion: 1 } });
+        const linesBefore = log.entries().length;
+        const started = await kit.startRun({ configuration: setup.configuration, prompt: 'go', tools: names, maxRounds: 2 });
+        const run = await kit.waitForRun(started.id, 20_000);
+        answers.push(JSON.stringify(run));
+        expect(run.steps.filter((step) => step.kind === 'TOOL').map((step) => step.toolResult)).toEqual(names.map((name) => `Error: tool "${name}" failed.`));
+        expect(own.calls.map((call) => call.name)).toEqual(['leak_thrown', 'leak_reported']);
+        const logged = JSON.stringify(log.entries().slice(linesBefore));
+        expect(logged).toContain('refused: [redacted]');
+        expect(logged).not.toContain(SECRET);
+      } finally {
+        await own.stop();
+      }
+    });
+
+    it('no answer and no log line of this suite holds the credential', () => {
+      expect(answers.length).toBeGreaterThan(4);
+      for (const answer of answers) expect(answer).not.toContain(SECRET);
+      expect(log.text()).not.toContain(SECRET);
     });
   });
 });
