@@ -5,11 +5,12 @@
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import Ajv from 'ajv';
+import type { IdentifierLock } from '../db/identifier-lock';
+import { assertIdentifierAvailable } from '../db/record-rules';
 import type { Logger } from '../logger';
 import { checkEnvReference, type CredentialEnvironment, ENV_REFERENCE_RULE, isEnvReference, readEnvReference } from '../shared/env-reference';
-import { BadUserInputError, ConflictError, NotFoundError } from '../shared/errors';
+import { BadUserInputError, NotFoundError } from '../shared/errors';
 import { checkOutboundUrl, OutboundAddressRefusedError } from '../shared/outbound-address';
-import type { KeyedMutex } from '../shared/keyed-mutex';
 import { SecretBox } from '../shared/secret-box';
 import { unixNow } from '../shared/time';
 import type { AdvertisedTool, McpClient, McpEndpoint } from './mcp-client';
@@ -73,7 +74,8 @@ export class McpService {
     private readonly repository: McpRepository,
     private readonly client: McpClient,
     private readonly secrets: SecretBox,
-    private readonly writeLock: KeyedMutex,
+    /** Every write that sets an identifier runs under it: one check-then-write at a time, across instances. */
+    private readonly identifiers: IdentifierLock,
     private readonly logger: Logger,
     private readonly options: McpServiceOptions,
   ) {}
@@ -87,71 +89,65 @@ export class McpService {
   }
 
   async create(input: McpServerWrite): Promise<McpServerEntity> {
-    return this.writeLock.run('tx_nrllm_mcp_server', () =>
-      this.repository.transaction(async (manager) => {
-        const now = unixNow();
-        const row = Object.assign(new McpServerEntity(), {
-          pid: 0,
-          identifier: '',
-          name: '',
-          description: null,
-          url: '',
-          authCredential: '',
-          authPlacement: 'bearer',
-          authHeaderName: '',
-          dataClass: '',
-          requiresApproval: true,
-          enabled: false,
-          importStatus: 'never_imported',
-          importError: null,
-          lastImported: 0,
-          toolCount: 0,
-          lastContact: 0,
-          lastLatencyMs: 0,
-          tstamp: now,
-          crdate: now,
-          deleted: false,
-          hidden: false,
-        });
-        const credential = this.applyWrite(row, input, true);
-        await this.assertIdentifierFree(row.identifier, null, manager);
-        const saved = await this.repository.saveServer(row, manager);
-        if (credential !== undefined) await this.writeCredential(saved, credential, now, manager);
-        return saved;
-      }),
-    );
+    return this.identifiers.transaction('tx_nrllm_mcp_server', async (manager) => {
+      const now = unixNow();
+      const row = Object.assign(new McpServerEntity(), {
+        pid: 0,
+        identifier: '',
+        name: '',
+        description: null,
+        url: '',
+        authCredential: '',
+        authPlacement: 'bearer',
+        authHeaderName: '',
+        dataClass: '',
+        requiresApproval: true,
+        enabled: false,
+        importStatus: 'never_imported',
+        importError: null,
+        lastImported: 0,
+        toolCount: 0,
+        lastContact: 0,
+        lastLatencyMs: 0,
+        tstamp: now,
+        crdate: now,
+        deleted: false,
+        hidden: false,
+      });
+      const credential = this.applyWrite(row, input, true);
+      await assertIdentifierAvailable(manager, McpServerEntity, row.identifier, null, 'MCP server');
+      const saved = await this.repository.saveServer(row, manager);
+      if (credential !== undefined) await this.writeCredential(saved, credential, now, manager);
+      return saved;
+    });
   }
 
   async update(uid: number, input: McpServerWrite): Promise<McpServerEntity> {
-    const saved = await this.writeLock.run('tx_nrllm_mcp_server', () =>
-      this.repository.transaction(async (manager) => {
-        const row = await this.repository.findServer(uid, manager);
-        if (!row) throw new NotFoundError(`No MCP server with uid ${uid}`, 'uid');
-        const previousIdentifier = row.identifier;
-        const credential = this.applyWrite(row, input, false);
-        if (row.identifier !== previousIdentifier) {
-          await this.assertIdentifierFree(row.identifier, uid, manager);
-          // The imported names carry the identifier; they are re-made by the next import.
-          await this.repository.reconcileCatalogue(row, [], unixNow(), manager);
-          Object.assign(row, { importStatus: 'never_imported', importError: null, toolCount: 0 });
-        }
-        row.tstamp = unixNow();
-        const stored = await this.repository.saveServer(row, manager);
-        if (credential !== undefined) await this.writeCredential(stored, credential, row.tstamp, manager);
-        return stored;
-      }),
-    );
+    const saved = await this.identifiers.transaction('tx_nrllm_mcp_server', async (manager) => {
+      const row = await this.repository.findServer(uid, manager);
+      if (!row) throw new NotFoundError(`No MCP server with uid ${uid}`, 'uid');
+      const previousIdentifier = row.identifier;
+      const credential = this.applyWrite(row, input, false);
+      if (row.identifier !== previousIdentifier) {
+        await assertIdentifierAvailable(manager, McpServerEntity, row.identifier, uid, 'MCP server');
+        // The imported names carry the identifier; they are re-made by the next import.
+        await this.repository.reconcileCatalogue(row, [], unixNow(), manager);
+        Object.assign(row, { importStatus: 'never_imported', importError: null, toolCount: 0 });
+      }
+      row.tstamp = unixNow();
+      const stored = await this.repository.saveServer(row, manager);
+      if (credential !== undefined) await this.writeCredential(stored, credential, row.tstamp, manager);
+      return stored;
+    });
     this.client.forget(uid);
     return saved;
   }
 
   async delete(uid: number): Promise<boolean> {
-    await this.writeLock.run('tx_nrllm_mcp_server', () =>
-      this.repository.transaction(async (manager) => {
-        if (!(await this.repository.findServer(uid, manager))) throw new NotFoundError(`No MCP server with uid ${uid}`, 'uid');
-        await this.repository.deleteServer(uid, unixNow(), manager);
-      }),
-    );
+    await this.repository.transaction(async (manager) => {
+      if (!(await this.repository.findServer(uid, manager))) throw new NotFoundError(`No MCP server with uid ${uid}`, 'uid');
+      await this.repository.deleteServer(uid, unixNow(), manager);
+    });
     this.client.forget(uid);
     return true;
   }
@@ -296,11 +292,6 @@ export class McpService {
     if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) return `The server did not answer within ${this.options.timeoutMs} ms.`;
     if (error instanceof McpError) return `The server answered with an MCP error (${error.code}).`;
     return 'The server could not be reached.';
-  }
-
-  private async assertIdentifierFree(identifier: string, exceptUid: number | null, manager: Parameters<McpRepository['serversWithIdentifier']>[1]): Promise<void> {
-    const others = (await this.repository.serversWithIdentifier(identifier, manager)).filter((row) => row.uid !== exceptUid);
-    if (others.length > 0) throw new ConflictError(`An MCP server with identifier "${identifier}" already exists`, 'identifier');
   }
 
   private async writeCredential(row: McpServerEntity, credential: string | null, now: number, manager: Parameters<McpRepository['storeCredential']>[3]): Promise<void> {
