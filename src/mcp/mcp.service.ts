@@ -13,7 +13,7 @@ import { BadUserInputError, NotFoundError } from '../shared/errors';
 import { checkOutboundUrl, OutboundAddressRefusedError } from '../shared/outbound-address';
 import { SecretBox } from '../shared/secret-box';
 import { unixNow } from '../shared/time';
-import type { AdvertisedTool, McpClient, McpEndpoint } from './mcp-client';
+import { MalformedAnswerError, withoutCredential, type McpClient, type McpEndpoint } from './mcp-client';
 import { McpServerEntity } from './mcp-server.entity';
 import type { McpToolEntity } from './mcp-tool.entity';
 import type { CatalogueEntry, McpRepository } from './mcp.repository';
@@ -46,6 +46,30 @@ export function credentialState(authCredential: string): CredentialState {
   if (isEnvReference(authCredential)) return 'environment';
   // TYPO3 keeps an identifier of its vault here, which this service cannot read.
   return 'external';
+}
+
+/** A tool an import left out, and why (for the operator). */
+export interface SkippedTool {
+  /** As the server advertised it; a name that is not a string as its JSON text, none as `''`; cut to 100 characters. */
+  name: string;
+  reason: string;
+}
+
+/** What an import did: the server row as it is now, and the tools it left out. */
+export interface ImportOutcome {
+  server: McpServerEntity;
+  skippedTools: SkippedTool[];
+}
+
+/** A skipped tool as a line of `import_error`. */
+export function skippedToolLine(skipped: SkippedTool): string {
+  return skipped.name === '' ? `A tool was skipped: ${skipped.reason}.` : `"${skipped.name}" was skipped: ${skipped.reason}.`;
+}
+
+/** A name as the server gave it, for the skipped list: bounded, and readable whatever its type. */
+function advertisedName(name: unknown): string {
+  const text = typeof name === 'string' ? name : name === undefined ? '' : (JSON.stringify(name) ?? String(name));
+  return text.length <= 100 ? text : `${text.slice(0, 99)}…`;
 }
 
 /** A server's catalogue listing more tools than this is refused (nr_llm's bound). */
@@ -155,15 +179,18 @@ export class McpService {
   /**
    * Connects, lists the server's tools and stores the catalogue. A server
    * that cannot be reached leaves the catalogue as it was (it has not said
-   * its tools are gone) and records `import_status = error`.
+   * its tools are gone) and records `import_status = error`. A tool this
+   * service cannot take (no usable name, an argument schema it cannot carry)
+   * is skipped, the rest imported: `import_status = partial`, and the
+   * skipped tools with their reasons in `import_error`, the log and the answer.
    */
-  async importTools(uid: number): Promise<McpServerEntity> {
+  async importTools(uid: number): Promise<ImportOutcome> {
     const server = await this.repository.findServer(uid);
     if (!server) throw new NotFoundError(`No MCP server with uid ${uid}`, 'uid');
     const now = unixNow();
-    const refuse = async (reason: string) => {
+    const refuse = async (reason: string): Promise<ImportOutcome> => {
       await this.repository.recordImportOutcome(uid, { status: 'error', error: reason, toolCount: server.toolCount, now });
-      return (await this.repository.findServer(uid))!;
+      return { server: (await this.repository.findServer(uid))!, skippedTools: [] };
     };
 
     const twins = (await this.repository.serversWithIdentifier(server.identifier)).filter((other) => other.uid !== uid);
@@ -173,7 +200,7 @@ export class McpService {
     const endpoint = await this.endpointFor(server);
     if (typeof endpoint === 'string') return refuse(endpoint);
 
-    let advertised: AdvertisedTool[];
+    let advertised: unknown[];
     try {
       advertised = await this.client.listTools(endpoint);
     } catch (error) {
@@ -185,23 +212,29 @@ export class McpService {
     }
 
     const accepted: CatalogueEntry[] = [];
-    const skipped: string[] = [];
-    for (const tool of advertised) {
-      const outcome = this.accept(server, tool, accepted);
-      if (typeof outcome === 'string') skipped.push(outcome);
-      else accepted.push(outcome);
+    const skipped: SkippedTool[] = [];
+    for (const entry of advertised) {
+      const outcome = this.accept(server, entry, accepted);
+      if ('reason' in outcome) {
+        // Names come from the server, which may repeat the credential it was sent anywhere.
+        skipped.push({ name: withoutCredential(outcome.name, endpoint.credential), reason: withoutCredential(outcome.reason, endpoint.credential) });
+      } else {
+        accepted.push(outcome);
+      }
     }
+    if (skipped.length > 0) this.logger.warn({ server: server.identifier, skipped }, 'An MCP catalogue import skipped tools');
     try {
       await this.repository.transaction(async (manager) => {
         await this.repository.reconcileCatalogue(server, accepted, now, manager);
-        await this.repository.recordImportOutcome(uid, { status: skipped.length === 0 ? 'ok' : 'partial', error: skipped.join('\n'), toolCount: accepted.length, now }, manager);
+        const outcome = { status: skipped.length === 0 ? 'ok' : 'partial', error: skipped.map(skippedToolLine).join('\n'), toolCount: accepted.length, now };
+        await this.repository.recordImportOutcome(uid, outcome, manager);
       });
     } catch (error) {
       // The likely cause: another server (e.g. one TYPO3 deleted without its catalogue) holds one of the names.
       this.logger.error({ server: server.identifier, err: error }, 'Storing an MCP catalogue failed');
       return refuse('The catalogue could not be stored: a tool name is already used by another server\'s catalogue.');
     }
-    return (await this.repository.findServer(uid))!;
+    return { server: (await this.repository.findServer(uid))!, skippedTools: skipped };
   }
 
   /**
@@ -260,19 +293,24 @@ export class McpService {
     }
   }
 
-  private accept(server: McpServerEntity, tool: AdvertisedTool, accepted: readonly CatalogueEntry[]): CatalogueEntry | string {
+  /** The catalogue entry an advertised tool makes, or why it is skipped. */
+  private accept(server: McpServerEntity, entry: unknown, accepted: readonly CatalogueEntry[]): CatalogueEntry | SkippedTool {
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) return { name: '', reason: 'the entry is not a tool (an object)' };
+    const tool = entry as Record<string, unknown>;
     const remoteName = tool.name;
-    if (typeof remoteName !== 'string' || remoteName === '') return 'An advertised tool has no name and was skipped.';
+    const skip = (reason: string): SkippedTool => ({ name: advertisedName(remoteName), reason });
+    if (remoteName === undefined || remoteName === null || remoteName === '') return { name: '', reason: 'it has no name' };
+    if (typeof remoteName !== 'string') return skip('its name is not a string');
     const toolName = localToolName(server.identifier, remoteName);
-    if (toolName === null) return `"${remoteName}" cannot be given a valid local tool name and was skipped.`;
-    if (accepted.some((entry) => entry.toolName === toolName)) return `"${remoteName}" maps to a name this server already used and was skipped.`;
-    if (this.options.builtinToolNames().includes(toolName)) return `"${remoteName}" would collide with a built-in tool of the same name and was skipped.`;
+    if (toolName === null) return skip(`it cannot be given a valid local tool name ("mcp_${server.identifier}_" and its name: at most 64 characters of a-z, A-Z, 0-9, "_" and "-")`);
+    if (accepted.some((other) => other.toolName === toolName)) return skip('it maps to a name this server already used');
+    if (this.options.builtinToolNames().includes(toolName)) return skip('it would collide with a built-in tool of the same name');
     const schema = normaliseInputSchema(tool.inputSchema);
-    if (!schema.ok) return `"${remoteName}" was skipped: ${schema.reason}.`;
+    if (!schema.ok) return skip(schema.reason);
     try {
       this.schemaCompiler.compile(schema.schema);
     } catch {
-      return `"${remoteName}" was skipped: its parameter schema is not a valid JSON schema.`;
+      return skip('its parameter schema is not a valid JSON schema');
     }
     const annotations = tool.annotations;
     return {
@@ -288,6 +326,7 @@ export class McpService {
   private describeFailure(error: unknown): string {
     const refused = findCause(error, OutboundAddressRefusedError);
     if (refused) return `The server address was refused: ${refused.message}`;
+    if (error instanceof MalformedAnswerError) return error.message;
     if (error instanceof StreamableHTTPError && error.code !== undefined) return `The server answered HTTP ${error.code}.`;
     if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) return `The server did not answer within ${this.options.timeoutMs} ms.`;
     if (error instanceof McpError) return `The server answered with an MCP error (${error.code}).`;

@@ -2,7 +2,9 @@
  * MCP servers hardened, through the running service: a registration may not
  * read an arbitrary variable of the service's environment as its credential;
  * a server that repeats its credential in an error does not get it into the
- * log (captured at trace level) nor into any GraphQL answer.
+ * log (captured at trace level) nor into any GraphQL answer; a catalogue
+ * with tools this service cannot take is imported without them, and the
+ * answer says which were skipped and why.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { testDialects } from '../support/databases';
@@ -203,6 +205,60 @@ describe.each(testDialects)('MCP server hardening on %s', (dialect) => {
       expect(answers.length).toBeGreaterThan(4);
       for (const answer of answers) expect(answer).not.toContain(SECRET);
       expect(log.text()).not.toContain(SECRET);
+    });
+  });
+
+  describe('a catalogue with tools this service cannot take', () => {
+    const IMPORT = 'mutation($uid: Int!) { importMcpTools(uid: $uid) { importStatus importError toolCount tools { name } skippedTools { name reason } } }';
+    const unusable = () => [
+      ...standardTools(),
+      { name: 'list_only', description: 'Its arguments are an array.', inputSchema: { type: 'array', items: { type: 'string' } }, run: () => 'never' },
+      { name: 42 as unknown as string, description: 'Its name is a number.', inputSchema: { type: 'object', properties: {} }, run: () => 'never' },
+    ];
+
+    it('skips each such tool, imports the rest, and says which were skipped and why, in the answer and the log', async () => {
+      const own = await McpTestServer.start(unusable());
+      own.rawListing = (tools) => ({ tools: [...tools, 'not a tool', { description: 'no name' }] });
+      try {
+        const server = (await create({ url: own.url })).data!.createMcpServer;
+        const linesBefore = log.entries().length;
+        const { importMcpTools: imported } = await t.ok<{
+          importMcpTools: { importStatus: string; importError: string; toolCount: number; tools: { name: string }[]; skippedTools: { name: string; reason: string }[] };
+        }>(IMPORT, { uid: server.uid });
+        expect(imported.importStatus).toBe('partial');
+        expect(imported.toolCount).toBe(5);
+        expect(imported.tools.map((tool) => tool.name)).toEqual(['add', 'big', 'echo', 'fail', 'slow'].map((name) => `mcp_${server.identifier}_${name}`));
+        expect(imported.skippedTools).toEqual([
+          { name: 'refd', reason: expect.stringContaining('it uses "$ref"') },
+          { name: 'list_only', reason: 'its top-level type is not "object"' },
+          { name: '42', reason: 'its name is not a string' },
+          { name: '', reason: 'the entry is not a tool (an object)' },
+          { name: '', reason: 'it has no name' },
+        ]);
+        for (const line of ['"list_only" was skipped: its top-level type is not "object".', '"42" was skipped: its name is not a string.']) expect(imported.importError).toContain(line);
+
+        const logged = log.entries().slice(linesBefore).find((entry) => entry.msg === 'An MCP catalogue import skipped tools');
+        expect(logged).toMatchObject({ server: server.identifier, skipped: expect.arrayContaining([{ name: 'list_only', reason: 'its top-level type is not "object"' }]) });
+
+        // Only the import's own answer knows what it skipped; the stored text says it for later readers.
+        const listed = await t.ok<{ mcpServers: { uid: number; importError: string; skippedTools: unknown }[] }>('{ mcpServers { uid importError skippedTools { name } } }');
+        expect(listed.mcpServers.find((entry) => entry.uid === server.uid)).toMatchObject({ importError: imported.importError, skippedTools: null });
+      } finally {
+        await own.stop();
+      }
+    });
+
+    it('a listing that is no tool list at all fails the import saying so, not as an unreachable server', async () => {
+      const own = await McpTestServer.start();
+      own.rawListing = () => ({ tools: 'none' });
+      try {
+        const server = (await create({ url: own.url })).data!.createMcpServer;
+        const { importMcpTools: imported } = await t.ok<{ importMcpTools: { importStatus: string; importError: string; skippedTools: unknown[] } }>(IMPORT, { uid: server.uid });
+        expect(imported).toMatchObject({ importStatus: 'error', skippedTools: [] });
+        expect(imported.importError).toMatch(/^The server's answer to tools\/list is not a tool list/);
+      } finally {
+        await own.stop();
+      }
     });
   });
 });

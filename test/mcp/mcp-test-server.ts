@@ -84,6 +84,8 @@ export class McpTestServer {
   refuseWith: ((headers: IncomingHttpHeaders) => { status: number; body: string } | null) | null = null;
   /** When set, `tools/list` answers a JSON-RPC error with the message it gives (a server that repeats the credential). */
   listError: ((headers: IncomingHttpHeaders) => string) | null = null;
+  /** When set, `tools/list` answers what it makes of the usual entries, as it is (e.g. with entries no tool list should have). */
+  rawListing: ((tools: Record<string, unknown>[]) => unknown) | null = null;
   private http: HttpServer | null = null;
   private port = 0;
 
@@ -157,7 +159,8 @@ export class McpTestServer {
     const server = new Server({ name: 'promptwire-test-mcp', version: '1.0.0' }, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, () => {
       if (this.listError !== null) throw new Error(this.listError(headers));
-      return { tools: this.tools.map(({ name, description, inputSchema, annotations }) => ({ name, description, inputSchema, ...(annotations ? { annotations } : {}) })) as never };
+      const tools = this.tools.map(({ name, description, inputSchema, annotations }) => ({ name, description, inputSchema, ...(annotations ? { annotations } : {}) }));
+      return (this.rawListing === null ? { tools } : this.rawListing(tools)) as never;
     });
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       const tool = this.tools.find((candidate) => candidate.name === request.params.name);
