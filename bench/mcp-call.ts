@@ -134,7 +134,7 @@ async function measure(dialect: BenchDialect, database: Awaited<ReturnType<typeo
     const { services } = server;
     const configuration = await seedRunConfiguration(services);
     const created = await services.mcp.create({ identifier: 'bench', name: 'Bench', url: echo.url, credential: 'bench-credential-0123456789', enabled: true, requiresApproval: false });
-    const imported = await services.mcp.importTools(created.uid);
+    const { server: imported } = await services.mcp.importTools(created.uid);
     if (imported.importStatus !== 'ok') throw new Error(`import: ${imported.importStatus} ${imported.importError ?? ''}`);
     await direct.connect(new StreamableHTTPClientTransport(new URL(echo.url), { requestInit: { headers: { authorization: 'Bearer bench-credential-0123456789' } } }));
     const bus = traceBusOf(services.runs);

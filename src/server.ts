@@ -125,7 +125,7 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
     detector = new PromptChangeDetector(dataSource, core.history, core.identifiers, logger, config.promptChangePollMs, lease);
     operations = createOperations(config, logger, { databaseKey: databaseKey(config) });
     const toolRegistry = createBuiltinToolRegistry(createDatabaseSnippetSource(core.snippets));
-    const mcp = createMcpFeature(dataSource, config, secrets, logger, () => toolRegistry.list().map((tool) => tool.name));
+    const mcp = createMcpFeature(dataSource, core.identifiers, config, secrets, logger, () => toolRegistry.list().map((tool) => tool.name));
     // Runs publish their steps through the feed, so that lists can follow every run's changes.
     const runFeed = new RunFeedBus(bus);
     const runs = new RunService(

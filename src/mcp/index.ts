@@ -4,8 +4,8 @@
  */
 import type { DataSource } from 'typeorm';
 import type { AppConfig } from '../config';
+import type { IdentifierLock } from '../db/identifier-lock';
 import type { Logger } from '../logger';
-import { KeyedMutex } from '../shared/keyed-mutex';
 import { createOutboundFetch } from '../shared/outbound-address';
 import type { SecretBox } from '../shared/secret-box';
 import { McpClient } from './mcp-client';
@@ -18,7 +18,14 @@ export interface McpFeature {
   toolSource: McpToolSource;
 }
 
-export function createMcpFeature(dataSource: DataSource, config: AppConfig, secrets: SecretBox, logger: Logger, builtinToolNames: () => readonly string[]): McpFeature {
+export function createMcpFeature(
+  dataSource: DataSource,
+  identifiers: IdentifierLock,
+  config: AppConfig,
+  secrets: SecretBox,
+  logger: Logger,
+  builtinToolNames: () => readonly string[],
+): McpFeature {
   const repository = new McpRepository(dataSource);
   const outbound = createOutboundFetch({ allowedHosts: config.webhookAllowedHosts });
   let service: McpService | null = null;
@@ -30,10 +37,10 @@ export function createMcpFeature(dataSource: DataSource, config: AppConfig, secr
       service?.recordContact(serverUid, latencyMs).catch((error: unknown) => logger.warn({ err: error, server: serverUid }, 'Recording MCP server contact failed'));
     },
   });
-  service = new McpService(repository, client, secrets, new KeyedMutex(), logger, {
+  service = new McpService(repository, client, secrets, identifiers, logger, {
     allowedHosts: config.webhookAllowedHosts,
     builtinToolNames,
-    readEnv: config.readEnv,
+    environment: config,
     timeoutMs: config.mcpTimeoutMs,
     close: async () => {
       await client.close();

@@ -12,7 +12,9 @@ import crypto from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
 import type { Logger } from '../logger';
+import { redactSecrets } from '../providers/adapters/errors';
 import type { OutboundFetch } from '../shared/outbound-address';
 import type { RemoteCallResult } from './call-result';
 
@@ -22,14 +24,28 @@ export interface McpEndpoint {
   url: string;
   /** Headers every request carries (the credential, when the server has one). */
   headers: Record<string, string>;
+  /** The credential the headers carry (`''`: none); only for redaction. */
+  credential: string;
 }
 
-/** A tool as the server's `tools/list` describes it. */
-export interface AdvertisedTool {
-  name: unknown;
-  description?: unknown;
-  inputSchema?: unknown;
-  annotations?: unknown;
+/**
+ * `tools/list` as it is read: a list of entries, each checked later on its
+ * own. The SDK's `listTools` validates with its own result schema, which
+ * refuses the whole answer for one entry it does not accept (an array as
+ * argument schema, a number as name): one odd tool would fail the import of
+ * all. The SDK's generic `request` takes the result schema to use instead.
+ * (Without `listTools` the SDK caches no output schemas for `callTool` to
+ * check; results are read as text here, and a kept connection used for
+ * calls may never have listed its tools anyway.)
+ */
+const ToolListPage = z.object({ tools: z.array(z.unknown()), nextCursor: z.string().optional() }).passthrough();
+
+/** The server answered a request with something that is not what the protocol says it answers. */
+export class MalformedAnswerError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'MalformedAnswerError';
+  }
 }
 
 export interface McpClientOptions {
@@ -55,14 +71,25 @@ export class McpClient {
 
   constructor(private readonly options: McpClientOptions) {}
 
-  /** Every tool the server advertises, over all pages. */
-  async listTools(endpoint: McpEndpoint, signal?: AbortSignal): Promise<AdvertisedTool[]> {
+  /**
+   * Every entry of the server's `tools/list`, over all pages, unchecked: a
+   * tool as the server describes it, or anything else a server may put
+   * there. The import checks each entry on its own.
+   */
+  async listTools(endpoint: McpEndpoint, signal?: AbortSignal): Promise<unknown[]> {
     return this.withConnection(endpoint, signal, true, async (client) => {
-      const tools: AdvertisedTool[] = [];
+      const tools: unknown[] = [];
       let cursor: string | undefined;
       for (let page = 0; page < MAX_PAGES; page += 1) {
-        const result = await client.listTools(cursor === undefined ? {} : { cursor }, this.requestOptions(signal));
-        tools.push(...(result.tools as AdvertisedTool[]));
+        let result: z.infer<typeof ToolListPage>;
+        try {
+          result = await client.request({ method: 'tools/list', params: cursor === undefined ? {} : { cursor } }, ToolListPage, this.requestOptions(signal));
+        } catch (error) {
+          if (!(error instanceof z.ZodError)) throw error;
+          const issue = error.issues[0];
+          throw new MalformedAnswerError(`The server's answer to tools/list is not a tool list${issue ? ` (${issue.path.join('.') || 'the answer'}: ${issue.message})` : ''}.`);
+        }
+        tools.push(...result.tools);
         cursor = result.nextCursor;
         if (cursor === undefined) return tools;
       }
@@ -105,6 +132,8 @@ export class McpClient {
         this.options.onContact?.(endpoint.uid, Math.round(performance.now() - started));
         return result;
       } catch (error) {
+        // A server may repeat the credential in its error (an HTTP body, a JSON-RPC message): gone before anyone logs it.
+        redactCredential(error, endpoint.credential);
         // A protocol answer (an error response, a timeout) leaves the session usable for other requests; anything else does not.
         if (!connected || !(error instanceof McpError)) this.drop(endpoint.uid, connection);
         const retry = !fresh && !signal?.aborted && (idempotent ? !(error instanceof McpError) : isUnknownSession(error));
@@ -140,6 +169,25 @@ export class McpClient {
   private drop(serverUid: number, connection: Connection): void {
     if (this.connections.get(serverUid) === connection) this.connections.delete(serverUid);
     void connection.client.close().catch(() => undefined);
+  }
+}
+
+/** Text a server sent, without the credential it was sent: the rule provider errors follow (`redactSecrets`). */
+export function withoutCredential(text: string, credential: string): string {
+  return redactSecrets(text, credential === '' ? null : credential);
+}
+
+/**
+ * Removes the credential from the message and stack of an error a request
+ * raised, and of its causes. In place: the error's class and code still tell
+ * callers what happened.
+ */
+function redactCredential(error: unknown, credential: string): void {
+  let current = error;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth += 1) {
+    current.message = withoutCredential(current.message, credential);
+    if (current.stack !== undefined) current.stack = withoutCredential(current.stack, credential);
+    current = current.cause;
   }
 }
 

@@ -17,7 +17,7 @@ import type { ValidateFunction } from 'ajv';
 import type { Logger } from '../logger';
 import { ToolInputError, type ExternalTool, type ExternalToolSource, type ToolInfo } from '../runs/tools/tool-registry';
 import { resultText } from './call-result';
-import type { McpClient } from './mcp-client';
+import { withoutCredential, type McpClient } from './mcp-client';
 import type { McpServerEntity } from './mcp-server.entity';
 import type { McpService } from './mcp.service';
 import type { McpRepository, UsableTool } from './mcp.repository';
@@ -96,7 +96,9 @@ export class McpToolSource implements ExternalToolSource {
           }
           const text = resultText(result);
           if (result.isError === true) {
-            this.logger.warn({ tool: tool.toolName, server: server.identifier, remoteError: text.slice(0, 2000) }, 'A remote MCP tool reported an error');
+            // A server may repeat the credential it was sent in its error text; redacted before the cut, which could halve it.
+            const remoteError = withoutCredential(text.slice(0, 2000 + 3 * endpoint.credential.length), endpoint.credential).slice(0, 2000);
+            this.logger.warn({ tool: tool.toolName, server: server.identifier, remoteError }, 'A remote MCP tool reported an error');
             throw new Error(`The remote tool "${tool.remoteName}" reported an error.`);
           }
           return text;

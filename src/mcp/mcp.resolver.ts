@@ -3,6 +3,7 @@ import { Arg, Authorized, Ctx, Extensions, Int, Mutation, Query, Resolver } from
 import { Role } from '../auth/roles';
 import type { GraphQLContext } from '../graphql/context';
 import type { McpServerEntity } from './mcp-server.entity';
+import type { SkippedTool } from './mcp.service';
 import { CreateMcpServerInput, McpServer, toMcpServer, UpdateMcpServerInput } from './mcp.types';
 
 @Resolver(() => McpServer)
@@ -39,12 +40,15 @@ export class McpServerResolver {
   }
 
   @Authorized(Role.ADMIN)
-  @Mutation(() => McpServer, { description: 'Connects, lists the server\'s tools and stores the catalogue; the outcome is in importStatus and importError.' })
+  @Mutation(() => McpServer, {
+    description: 'Connects, lists the server\'s tools and stores the catalogue; the outcome is in importStatus and importError, the tools it left out in skippedTools.',
+  })
   async importMcpTools(@Ctx() { services }: GraphQLContext, @Arg('uid', () => Int) uid: number): Promise<McpServer> {
-    return withCatalogue(services, await services.mcp.importTools(uid));
+    const { server, skippedTools } = await services.mcp.importTools(uid);
+    return withCatalogue(services, server, skippedTools);
   }
 }
 
-async function withCatalogue(services: GraphQLContext['services'], row: McpServerEntity): Promise<McpServer> {
-  return toMcpServer(row, await services.mcp.catalogueOf([row.uid]));
+async function withCatalogue(services: GraphQLContext['services'], row: McpServerEntity, skippedTools: readonly SkippedTool[] | null = null): Promise<McpServer> {
+  return toMcpServer(row, await services.mcp.catalogueOf([row.uid]), skippedTools);
 }

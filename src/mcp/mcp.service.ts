@@ -5,13 +5,15 @@
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import Ajv from 'ajv';
+import type { IdentifierLock } from '../db/identifier-lock';
+import { assertIdentifierAvailable } from '../db/record-rules';
 import type { Logger } from '../logger';
-import { BadUserInputError, ConflictError, NotFoundError } from '../shared/errors';
+import { checkEnvReference, type CredentialEnvironment, ENV_REFERENCE_RULE, isEnvReference, readEnvReference } from '../shared/env-reference';
+import { BadUserInputError, NotFoundError } from '../shared/errors';
 import { checkOutboundUrl, OutboundAddressRefusedError } from '../shared/outbound-address';
-import type { KeyedMutex } from '../shared/keyed-mutex';
 import { SecretBox } from '../shared/secret-box';
 import { unixNow } from '../shared/time';
-import type { AdvertisedTool, McpClient, McpEndpoint } from './mcp-client';
+import { MalformedAnswerError, withoutCredential, type McpClient, type McpEndpoint } from './mcp-client';
 import { McpServerEntity } from './mcp-server.entity';
 import type { McpToolEntity } from './mcp-tool.entity';
 import type { CatalogueEntry, McpRepository } from './mcp.repository';
@@ -24,7 +26,7 @@ export interface McpServerWrite {
   name?: string | null;
   description?: string | null;
   url?: string | null;
-  /** Write-only. `null` or `""` removes it; `env:NAME` reads NAME at connection time. */
+  /** Write-only. `null` or `""` removes it; `env:NAME` reads NAME at connection time (NAME on the provider-key allow-list). */
   credential?: string | null;
   authPlacement?: string | null;
   authHeaderName?: string | null;
@@ -41,9 +43,33 @@ const STORED_MARKER = 'promptwire:stored';
 export function credentialState(authCredential: string): CredentialState {
   if (authCredential === '') return 'none';
   if (authCredential === STORED_MARKER) return 'stored';
-  if (/^env:[A-Za-z_][A-Za-z0-9_]*$/.test(authCredential)) return 'environment';
+  if (isEnvReference(authCredential)) return 'environment';
   // TYPO3 keeps an identifier of its vault here, which this service cannot read.
   return 'external';
+}
+
+/** A tool an import left out, and why (for the operator). */
+export interface SkippedTool {
+  /** As the server advertised it; a name that is not a string as its JSON text, none as `''`; cut to 100 characters. */
+  name: string;
+  reason: string;
+}
+
+/** What an import did: the server row as it is now, and the tools it left out. */
+export interface ImportOutcome {
+  server: McpServerEntity;
+  skippedTools: SkippedTool[];
+}
+
+/** A skipped tool as a line of `import_error`. */
+export function skippedToolLine(skipped: SkippedTool): string {
+  return skipped.name === '' ? `A tool was skipped: ${skipped.reason}.` : `"${skipped.name}" was skipped: ${skipped.reason}.`;
+}
+
+/** A name as the server gave it, for the skipped list: bounded, and readable whatever its type. */
+function advertisedName(name: unknown): string {
+  const text = typeof name === 'string' ? name : name === undefined ? '' : (JSON.stringify(name) ?? String(name));
+  return text.length <= 100 ? text : `${text.slice(0, 99)}…`;
 }
 
 /** A server's catalogue listing more tools than this is refused (nr_llm's bound). */
@@ -56,7 +82,8 @@ export interface McpServiceOptions {
   allowedHosts: readonly string[];
   /** Names of the built-in tools: an imported tool of the same name is skipped (built-ins win). */
   builtinToolNames: () => readonly string[];
-  readEnv: (name: string) => string | undefined;
+  /** Reads `env:NAME` credentials, under the allow-list provider keys use. */
+  environment: CredentialEnvironment;
   timeoutMs: number;
   /** Closes the kept connections (at shutdown). */
   close?: () => Promise<void>;
@@ -71,7 +98,8 @@ export class McpService {
     private readonly repository: McpRepository,
     private readonly client: McpClient,
     private readonly secrets: SecretBox,
-    private readonly writeLock: KeyedMutex,
+    /** Every write that sets an identifier runs under it: one check-then-write at a time, across instances. */
+    private readonly identifiers: IdentifierLock,
     private readonly logger: Logger,
     private readonly options: McpServiceOptions,
   ) {}
@@ -85,71 +113,65 @@ export class McpService {
   }
 
   async create(input: McpServerWrite): Promise<McpServerEntity> {
-    return this.writeLock.run('tx_nrllm_mcp_server', () =>
-      this.repository.transaction(async (manager) => {
-        const now = unixNow();
-        const row = Object.assign(new McpServerEntity(), {
-          pid: 0,
-          identifier: '',
-          name: '',
-          description: null,
-          url: '',
-          authCredential: '',
-          authPlacement: 'bearer',
-          authHeaderName: '',
-          dataClass: '',
-          requiresApproval: true,
-          enabled: false,
-          importStatus: 'never_imported',
-          importError: null,
-          lastImported: 0,
-          toolCount: 0,
-          lastContact: 0,
-          lastLatencyMs: 0,
-          tstamp: now,
-          crdate: now,
-          deleted: false,
-          hidden: false,
-        });
-        const credential = this.applyWrite(row, input, true);
-        await this.assertIdentifierFree(row.identifier, null, manager);
-        const saved = await this.repository.saveServer(row, manager);
-        if (credential !== undefined) await this.writeCredential(saved, credential, now, manager);
-        return saved;
-      }),
-    );
+    return this.identifiers.transaction('tx_nrllm_mcp_server', async (manager) => {
+      const now = unixNow();
+      const row = Object.assign(new McpServerEntity(), {
+        pid: 0,
+        identifier: '',
+        name: '',
+        description: null,
+        url: '',
+        authCredential: '',
+        authPlacement: 'bearer',
+        authHeaderName: '',
+        dataClass: '',
+        requiresApproval: true,
+        enabled: false,
+        importStatus: 'never_imported',
+        importError: null,
+        lastImported: 0,
+        toolCount: 0,
+        lastContact: 0,
+        lastLatencyMs: 0,
+        tstamp: now,
+        crdate: now,
+        deleted: false,
+        hidden: false,
+      });
+      const credential = this.applyWrite(row, input, true);
+      await assertIdentifierAvailable(manager, McpServerEntity, row.identifier, null, 'MCP server');
+      const saved = await this.repository.saveServer(row, manager);
+      if (credential !== undefined) await this.writeCredential(saved, credential, now, manager);
+      return saved;
+    });
   }
 
   async update(uid: number, input: McpServerWrite): Promise<McpServerEntity> {
-    const saved = await this.writeLock.run('tx_nrllm_mcp_server', () =>
-      this.repository.transaction(async (manager) => {
-        const row = await this.repository.findServer(uid, manager);
-        if (!row) throw new NotFoundError(`No MCP server with uid ${uid}`, 'uid');
-        const previousIdentifier = row.identifier;
-        const credential = this.applyWrite(row, input, false);
-        if (row.identifier !== previousIdentifier) {
-          await this.assertIdentifierFree(row.identifier, uid, manager);
-          // The imported names carry the identifier; they are re-made by the next import.
-          await this.repository.reconcileCatalogue(row, [], unixNow(), manager);
-          Object.assign(row, { importStatus: 'never_imported', importError: null, toolCount: 0 });
-        }
-        row.tstamp = unixNow();
-        const stored = await this.repository.saveServer(row, manager);
-        if (credential !== undefined) await this.writeCredential(stored, credential, row.tstamp, manager);
-        return stored;
-      }),
-    );
+    const saved = await this.identifiers.transaction('tx_nrllm_mcp_server', async (manager) => {
+      const row = await this.repository.findServer(uid, manager);
+      if (!row) throw new NotFoundError(`No MCP server with uid ${uid}`, 'uid');
+      const previousIdentifier = row.identifier;
+      const credential = this.applyWrite(row, input, false);
+      if (row.identifier !== previousIdentifier) {
+        await assertIdentifierAvailable(manager, McpServerEntity, row.identifier, uid, 'MCP server');
+        // The imported names carry the identifier; they are re-made by the next import.
+        await this.repository.reconcileCatalogue(row, [], unixNow(), manager);
+        Object.assign(row, { importStatus: 'never_imported', importError: null, toolCount: 0 });
+      }
+      row.tstamp = unixNow();
+      const stored = await this.repository.saveServer(row, manager);
+      if (credential !== undefined) await this.writeCredential(stored, credential, row.tstamp, manager);
+      return stored;
+    });
     this.client.forget(uid);
     return saved;
   }
 
   async delete(uid: number): Promise<boolean> {
-    await this.writeLock.run('tx_nrllm_mcp_server', () =>
-      this.repository.transaction(async (manager) => {
-        if (!(await this.repository.findServer(uid, manager))) throw new NotFoundError(`No MCP server with uid ${uid}`, 'uid');
-        await this.repository.deleteServer(uid, unixNow(), manager);
-      }),
-    );
+    await this.repository.transaction(async (manager) => {
+      if (!(await this.repository.findServer(uid, manager))) throw new NotFoundError(`No MCP server with uid ${uid}`, 'uid');
+      await this.repository.deleteServer(uid, unixNow(), manager);
+    });
     this.client.forget(uid);
     return true;
   }
@@ -157,15 +179,18 @@ export class McpService {
   /**
    * Connects, lists the server's tools and stores the catalogue. A server
    * that cannot be reached leaves the catalogue as it was (it has not said
-   * its tools are gone) and records `import_status = error`.
+   * its tools are gone) and records `import_status = error`. A tool this
+   * service cannot take (no usable name, an argument schema it cannot carry)
+   * is skipped, the rest imported: `import_status = partial`, and the
+   * skipped tools with their reasons in `import_error`, the log and the answer.
    */
-  async importTools(uid: number): Promise<McpServerEntity> {
+  async importTools(uid: number): Promise<ImportOutcome> {
     const server = await this.repository.findServer(uid);
     if (!server) throw new NotFoundError(`No MCP server with uid ${uid}`, 'uid');
     const now = unixNow();
-    const refuse = async (reason: string) => {
+    const refuse = async (reason: string): Promise<ImportOutcome> => {
       await this.repository.recordImportOutcome(uid, { status: 'error', error: reason, toolCount: server.toolCount, now });
-      return (await this.repository.findServer(uid))!;
+      return { server: (await this.repository.findServer(uid))!, skippedTools: [] };
     };
 
     const twins = (await this.repository.serversWithIdentifier(server.identifier)).filter((other) => other.uid !== uid);
@@ -175,7 +200,7 @@ export class McpService {
     const endpoint = await this.endpointFor(server);
     if (typeof endpoint === 'string') return refuse(endpoint);
 
-    let advertised: AdvertisedTool[];
+    let advertised: unknown[];
     try {
       advertised = await this.client.listTools(endpoint);
     } catch (error) {
@@ -187,23 +212,29 @@ export class McpService {
     }
 
     const accepted: CatalogueEntry[] = [];
-    const skipped: string[] = [];
-    for (const tool of advertised) {
-      const outcome = this.accept(server, tool, accepted);
-      if (typeof outcome === 'string') skipped.push(outcome);
-      else accepted.push(outcome);
+    const skipped: SkippedTool[] = [];
+    for (const entry of advertised) {
+      const outcome = this.accept(server, entry, accepted);
+      if ('reason' in outcome) {
+        // Names come from the server, which may repeat the credential it was sent anywhere.
+        skipped.push({ name: withoutCredential(outcome.name, endpoint.credential), reason: withoutCredential(outcome.reason, endpoint.credential) });
+      } else {
+        accepted.push(outcome);
+      }
     }
+    if (skipped.length > 0) this.logger.warn({ server: server.identifier, skipped }, 'An MCP catalogue import skipped tools');
     try {
       await this.repository.transaction(async (manager) => {
         await this.repository.reconcileCatalogue(server, accepted, now, manager);
-        await this.repository.recordImportOutcome(uid, { status: skipped.length === 0 ? 'ok' : 'partial', error: skipped.join('\n'), toolCount: accepted.length, now }, manager);
+        const outcome = { status: skipped.length === 0 ? 'ok' : 'partial', error: skipped.map(skippedToolLine).join('\n'), toolCount: accepted.length, now };
+        await this.repository.recordImportOutcome(uid, outcome, manager);
       });
     } catch (error) {
       // The likely cause: another server (e.g. one TYPO3 deleted without its catalogue) holds one of the names.
       this.logger.error({ server: server.identifier, err: error }, 'Storing an MCP catalogue failed');
       return refuse('The catalogue could not be stored: a tool name is already used by another server\'s catalogue.');
     }
-    return (await this.repository.findServer(uid))!;
+    return { server: (await this.repository.findServer(uid))!, skippedTools: skipped };
   }
 
   /**
@@ -213,15 +244,14 @@ export class McpService {
   async endpointFor(server: McpServerEntity): Promise<McpEndpoint | string> {
     if (server.url === '') return 'The server has no URL.';
     const headers: Record<string, string> = {};
-    const credential = await this.resolveCredential(server);
-    if (credential === null) {
-      return 'The credential is a TYPO3 vault identifier, which this service cannot read; set the credential here.';
-    }
+    const resolved = await this.resolveCredential(server);
+    if ('unusable' in resolved) return resolved.unusable;
+    const credential = resolved.credential;
     if (credential !== '') {
       if (server.authPlacement === 'header' && server.authHeaderName !== '') headers[server.authHeaderName] = credential;
       else headers.authorization = `Bearer ${credential}`;
     }
-    return { uid: server.uid, url: server.url, headers };
+    return { uid: server.uid, url: server.url, headers, credential };
   }
 
   async close(): Promise<void> {
@@ -240,35 +270,47 @@ export class McpService {
     await this.repository.recordContact(serverUid, now, latencyMs);
   }
 
-  /** `''` for none, `null` when set but unusable here. */
-  private async resolveCredential(server: McpServerEntity): Promise<string | null> {
+  /** The credential to send (`''`: none), or why the one set cannot be used here (a message for the operator). */
+  private async resolveCredential(server: McpServerEntity): Promise<{ credential: string } | { unusable: string }> {
+    const vault = { unusable: 'The credential is a TYPO3 vault identifier, which this service cannot read; set the credential here.' };
     switch (credentialState(server.authCredential)) {
       case 'none':
-        return '';
+        return { credential: '' };
       case 'external':
-        return null;
-      case 'environment':
-        return this.options.readEnv(server.authCredential.slice('env:'.length)) ?? '';
+        return vault;
+      case 'environment': {
+        // A row written by TYPO3, or before the allow-list, may name any variable: such a variable is never read.
+        const read = readEnvReference(server.authCredential, this.options.environment);
+        if (read.ok) return { credential: read.value };
+        if (read.reason === 'unset') return { credential: '' };
+        return { unusable: `The credential "${server.authCredential}" names a variable this service does not read: "env:NAME" ${ENV_REFERENCE_RULE}; set the credential here.` };
+      }
       case 'stored': {
         const stored = await this.repository.credentialOf(server.uid);
-        return stored === null ? null : this.secrets.decrypt(stored);
+        const decrypted = stored === null ? null : this.secrets.decrypt(stored);
+        return decrypted === null ? { unusable: 'The stored credential cannot be read (it was encrypted with another SECRET_KEY, or is missing); set the credential again.' } : { credential: decrypted };
       }
     }
   }
 
-  private accept(server: McpServerEntity, tool: AdvertisedTool, accepted: readonly CatalogueEntry[]): CatalogueEntry | string {
+  /** The catalogue entry an advertised tool makes, or why it is skipped. */
+  private accept(server: McpServerEntity, entry: unknown, accepted: readonly CatalogueEntry[]): CatalogueEntry | SkippedTool {
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) return { name: '', reason: 'the entry is not a tool (an object)' };
+    const tool = entry as Record<string, unknown>;
     const remoteName = tool.name;
-    if (typeof remoteName !== 'string' || remoteName === '') return 'An advertised tool has no name and was skipped.';
+    const skip = (reason: string): SkippedTool => ({ name: advertisedName(remoteName), reason });
+    if (remoteName === undefined || remoteName === null || remoteName === '') return { name: '', reason: 'it has no name' };
+    if (typeof remoteName !== 'string') return skip('its name is not a string');
     const toolName = localToolName(server.identifier, remoteName);
-    if (toolName === null) return `"${remoteName}" cannot be given a valid local tool name and was skipped.`;
-    if (accepted.some((entry) => entry.toolName === toolName)) return `"${remoteName}" maps to a name this server already used and was skipped.`;
-    if (this.options.builtinToolNames().includes(toolName)) return `"${remoteName}" would collide with a built-in tool of the same name and was skipped.`;
+    if (toolName === null) return skip(`it cannot be given a valid local tool name ("mcp_${server.identifier}_" and its name: at most 64 characters of a-z, A-Z, 0-9, "_" and "-")`);
+    if (accepted.some((other) => other.toolName === toolName)) return skip('it maps to a name this server already used');
+    if (this.options.builtinToolNames().includes(toolName)) return skip('it would collide with a built-in tool of the same name');
     const schema = normaliseInputSchema(tool.inputSchema);
-    if (!schema.ok) return `"${remoteName}" was skipped: ${schema.reason}.`;
+    if (!schema.ok) return skip(schema.reason);
     try {
       this.schemaCompiler.compile(schema.schema);
     } catch {
-      return `"${remoteName}" was skipped: its parameter schema is not a valid JSON schema.`;
+      return skip('its parameter schema is not a valid JSON schema');
     }
     const annotations = tool.annotations;
     return {
@@ -284,15 +326,11 @@ export class McpService {
   private describeFailure(error: unknown): string {
     const refused = findCause(error, OutboundAddressRefusedError);
     if (refused) return `The server address was refused: ${refused.message}`;
+    if (error instanceof MalformedAnswerError) return error.message;
     if (error instanceof StreamableHTTPError && error.code !== undefined) return `The server answered HTTP ${error.code}.`;
     if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) return `The server did not answer within ${this.options.timeoutMs} ms.`;
     if (error instanceof McpError) return `The server answered with an MCP error (${error.code}).`;
     return 'The server could not be reached.';
-  }
-
-  private async assertIdentifierFree(identifier: string, exceptUid: number | null, manager: Parameters<McpRepository['serversWithIdentifier']>[1]): Promise<void> {
-    const others = (await this.repository.serversWithIdentifier(identifier, manager)).filter((row) => row.uid !== exceptUid);
-    if (others.length > 0) throw new ConflictError(`An MCP server with identifier "${identifier}" already exists`, 'identifier');
   }
 
   private async writeCredential(row: McpServerEntity, credential: string | null, now: number, manager: Parameters<McpRepository['storeCredential']>[3]): Promise<void> {
@@ -360,10 +398,10 @@ export class McpService {
     }
     if (credential.length > 4096) throw new BadUserInputError('credential must be at most 4096 characters', 'credential');
     if (/[\r\n\0]/.test(credential)) throw new BadUserInputError('credential must be one line', 'credential');
-    if (credential.startsWith('env:')) {
-      if (!/^env:[A-Za-z_][A-Za-z0-9_]*$/.test(credential) || credential.length > 64) {
-        throw new BadUserInputError('credential "env:NAME" needs a valid environment variable name', 'credential');
-      }
+    if (isEnvReference(credential)) {
+      checkEnvReference(credential, this.options.environment, 'credential');
+      // auth_credential is TYPO3's varchar(64).
+      if (credential.length > 64) throw new BadUserInputError('credential "env:NAME" must be at most 64 characters', 'credential');
       row.authCredential = credential;
       return null;
     }

@@ -5,7 +5,7 @@ import { ToolInfo } from '../runs/run.types';
 import { fromUnix } from '../shared/time';
 import type { McpServerEntity } from './mcp-server.entity';
 import type { McpToolEntity } from './mcp-tool.entity';
-import { credentialState } from './mcp.service';
+import { credentialState, type SkippedTool as SkippedToolRecord } from './mcp.service';
 
 @ObjectType({ simpleResolvers: true, description: 'A tool of an MCP server\'s imported catalogue, orphaned ones included.' })
 export class McpTool {
@@ -15,6 +15,12 @@ export class McpTool {
   @Field(() => JSONScalar, { description: 'The normalised JSON schema of the arguments.' }) parameters!: Record<string, unknown>;
   @Field(() => JSONScalar, { description: 'The server\'s own annotations (readOnlyHint …), for display only: approval is the operator\'s decision.' }) annotations!: Record<string, unknown>;
   @Field({ description: 'Gone from the server at the last import: kept, never offered.' }) orphaned!: boolean;
+}
+
+@ObjectType({ simpleResolvers: true, description: 'A tool an import of an MCP server\'s catalogue left out, and why.' })
+export class SkippedTool {
+  @Field({ description: 'The name the server advertised ("" when it gave none; a name that is not a string as its JSON text), cut to 100 characters.' }) name!: string;
+  @Field({ description: 'Why it was not imported.' }) reason!: string;
 }
 
 @ObjectType({ simpleResolvers: true, description: 'An MCP server whose tools runs can call. Its credential is write-only.' })
@@ -41,6 +47,11 @@ export class McpServer {
   @Field(() => [ToolInfo], { description: 'The imported tools that are not orphaned, as runs see them.' }) tools!: ToolInfo[];
   @Extensions(listRows(CATALOGUE_ROWS))
   @Field(() => [McpTool], { description: 'The whole stored catalogue, orphaned tools last.' }) catalogue!: McpTool[];
+  @Field(() => [SkippedTool], {
+    nullable: true,
+    description: 'In the answer of importMcpTools: the tools that import left out, and why ([] when it took them all, or failed as a whole: see importStatus). null in other answers; importError keeps the last import\'s reasons as text.',
+  })
+  skippedTools!: SkippedTool[] | null;
 }
 
 function readObject(text: string | null): Record<string, unknown> {
@@ -52,7 +63,8 @@ function readObject(text: string | null): Record<string, unknown> {
   }
 }
 
-export function toMcpServer(row: McpServerEntity, catalogue: readonly McpToolEntity[]): McpServer {
+/** `skippedTools`: what the import that answers with this server left out; null outside an import's answer. */
+export function toMcpServer(row: McpServerEntity, catalogue: readonly McpToolEntity[], skippedTools: readonly SkippedToolRecord[] | null = null): McpServer {
   const source = credentialState(row.authCredential);
   const tools = catalogue.filter((tool) => tool.server === row.uid);
   return {
@@ -91,6 +103,7 @@ export function toMcpServer(row: McpServerEntity, catalogue: readonly McpToolEnt
       annotations: readObject(tool.remoteAnnotations),
       orphaned: tool.orphaned,
     })),
+    skippedTools: skippedTools === null ? null : skippedTools.map(({ name, reason }) => ({ name, reason })),
   };
 }
 
@@ -99,7 +112,7 @@ export class CreateMcpServerInput {
   @Field({ description: '^[a-z0-9_]{1,32}$; prefixes every imported tool name.' }) identifier!: string;
   @Field() name!: string;
   @Field({ description: 'The server\'s streamable HTTP endpoint (http or https).' }) url!: string;
-  @Field(() => String, { nullable: true, description: 'Write-only; stored encrypted. "env:NAME" reads the variable NAME at connection time.' }) credential?: string | null;
+  @Field(() => String, { nullable: true, description: 'Write-only; stored encrypted. "env:NAME" reads the variable NAME at connection time; NAME must start with PROMPTWIRE_PROVIDER_KEY_ or be listed in PROVIDER_KEY_ENV_ALLOW, as for provider keys.' }) credential?: string | null;
   @Field(() => String, { nullable: true, description: 'bearer (default) or header.' }) authPlacement?: string | null;
   @Field(() => String, { nullable: true, description: 'The header that carries the credential when authPlacement is header.' }) authHeaderName?: string | null;
   @Field(() => Boolean, { nullable: true, description: 'Default true.' }) requiresApproval?: boolean | null;

@@ -1,9 +1,9 @@
 import type { DataSource } from 'typeorm';
-import { type AppConfig, PROVIDER_KEY_ENV_PREFIX } from '../config';
 import { getEntities } from '../db/raw-rows';
 import type { IdentifierLock } from '../db/identifier-lock';
 import { assertIdentifierAvailable, findLiveOrFail, normalizeIdentifier, optionalText, requireName, liveRowsInListOrder, newRecordColumns } from '../db/record-rules';
 import { checkTextFits, textLimitOf } from '../db/text-limits';
+import { checkEnvReference, type CredentialEnvironment, isEnvReference, readEnvReference } from '../shared/env-reference';
 import { BadUserInputError, ConflictError } from '../shared/errors';
 import { SecretBox } from '../shared/secret-box';
 import { unixNow } from '../shared/time';
@@ -34,7 +34,7 @@ export type KeyState = 'none' | 'stored' | 'environment' | 'external';
 export function keyState(stored: string): KeyState {
   if (stored === '') return 'none';
   if (SecretBox.isEncrypted(stored)) return 'stored';
-  if (stored.startsWith('env:')) return 'environment';
+  if (isEnvReference(stored)) return 'environment';
   // TYPO3 keeps an identifier of its secret vault here, which this service cannot read.
   return 'external';
 }
@@ -49,7 +49,7 @@ export class ProviderService {
     private readonly dataSource: DataSource,
     private readonly identifiers: IdentifierLock,
     private readonly secrets: SecretBox,
-    private readonly environment: Pick<AppConfig, 'readEnv' | 'providerKeyEnvAllowed'>,
+    private readonly environment: CredentialEnvironment,
   ) {}
 
   async list(): Promise<ProviderEntity[]> {
@@ -123,8 +123,8 @@ export class ProviderService {
         return null;
       case 'environment': {
         // A row written before the allow-list, or by TYPO3, gets no key rather than any variable.
-        const name = row.apiKey.slice('env:'.length);
-        return this.environment.providerKeyEnvAllowed(name) ? this.environment.readEnv(name) || null : null;
+        const read = readEnvReference(row.apiKey, this.environment);
+        return read.ok ? read.value : null;
       }
       case 'stored':
         return this.secrets.decrypt(row.apiKey);
@@ -178,16 +178,8 @@ export class ProviderService {
     if (input.apiKey !== undefined) {
       const key = (input.apiKey ?? '').trim();
       if (key.length > 300) throw new BadUserInputError('apiKey must be at most 300 characters', 'apiKey');
-      if (key.startsWith('env:') && !/^env:[A-Za-z_][A-Za-z0-9_]*$/.test(key)) {
-        throw new BadUserInputError('apiKey "env:NAME" needs a valid environment variable name', 'apiKey');
-      }
-      if (key.startsWith('env:') && !this.environment.providerKeyEnvAllowed(key.slice('env:'.length))) {
-        throw new BadUserInputError(
-          `apiKey "env:NAME" may only name variables starting with ${PROVIDER_KEY_ENV_PREFIX} or listed in PROVIDER_KEY_ENV_ALLOW`,
-          'apiKey',
-        );
-      }
-      changes.apiKey = key === '' ? '' : key.startsWith('env:') ? key : this.secrets.encrypt(key);
+      if (isEnvReference(key)) checkEnvReference(key, this.environment, 'apiKey');
+      changes.apiKey = key === '' ? '' : isEnvReference(key) ? key : this.secrets.encrypt(key);
     }
     if (input.organizationId !== undefined) changes.organizationId = optionalText(input.organizationId ?? '', textLimitOf(ProviderEntity, 'organizationId'), 'organizationId') ?? '';
     if (input.apiTimeout !== undefined && input.apiTimeout !== null) {

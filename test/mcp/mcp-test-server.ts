@@ -17,7 +17,7 @@ export interface TestTool {
   inputSchema: Record<string, unknown>;
   annotations?: Record<string, unknown>;
   /** Answers the call: text content, or `{ error }` for an isError result; may throw. */
-  run: (args: Record<string, unknown>, signal: AbortSignal) => Promise<string | { error: string }> | string | { error: string };
+  run: (args: Record<string, unknown>, signal: AbortSignal, headers: IncomingHttpHeaders) => Promise<string | { error: string }> | string | { error: string };
 }
 
 export interface RecordedCall {
@@ -80,6 +80,12 @@ export class McpTestServer {
   readonly calls: RecordedCall[] = [];
   /** Request ids the client cancelled with `notifications/cancelled`. */
   readonly cancelled: (string | number)[] = [];
+  /** When set, a request it answers is refused with that HTTP status and body before MCP sees it (a 401 that repeats the credential). */
+  refuseWith: ((headers: IncomingHttpHeaders) => { status: number; body: string } | null) | null = null;
+  /** When set, `tools/list` answers a JSON-RPC error with the message it gives (a server that repeats the credential). */
+  listError: ((headers: IncomingHttpHeaders) => string) | null = null;
+  /** When set, `tools/list` answers what it makes of the usual entries, as it is (e.g. with entries no tool list should have). */
+  rawListing: ((tools: Record<string, unknown>[]) => unknown) | null = null;
   private http: HttpServer | null = null;
   private port = 0;
 
@@ -117,6 +123,12 @@ export class McpTestServer {
   private async listen(port: number): Promise<void> {
     const http = createServer((req, res) => {
       this.requests.push(req.headers);
+      const refusal = this.refuseWith?.(req.headers) ?? null;
+      if (refusal !== null) {
+        req.resume();
+        res.writeHead(refusal.status, { 'content-type': 'text/plain' }).end(refusal.body);
+        return;
+      }
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
@@ -145,9 +157,11 @@ export class McpTestServer {
 
   private sdkServer(headers: IncomingHttpHeaders, res: import('node:http').ServerResponse): Server {
     const server = new Server({ name: 'promptwire-test-mcp', version: '1.0.0' }, { capabilities: { tools: {} } });
-    server.setRequestHandler(ListToolsRequestSchema, () => ({
-      tools: this.tools.map(({ name, description, inputSchema, annotations }) => ({ name, description, inputSchema, ...(annotations ? { annotations } : {}) })) as never,
-    }));
+    server.setRequestHandler(ListToolsRequestSchema, () => {
+      if (this.listError !== null) throw new Error(this.listError(headers));
+      const tools = this.tools.map(({ name, description, inputSchema, annotations }) => ({ name, description, inputSchema, ...(annotations ? { annotations } : {}) }));
+      return (this.rawListing === null ? { tools } : this.rawListing(tools)) as never;
+    });
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       const tool = this.tools.find((candidate) => candidate.name === request.params.name);
       const call: RecordedCall = { name: request.params.name, arguments: request.params.arguments ?? {}, headers, abandoned: false, requestId: extra.requestId };
@@ -160,7 +174,7 @@ export class McpTestServer {
         }
       });
       if (!tool) return { content: [{ type: 'text' as const, text: `no tool ${request.params.name}` }], isError: true };
-      const answer = await tool.run(call.arguments, gone.signal);
+      const answer = await tool.run(call.arguments, gone.signal, headers);
       if (typeof answer === 'string') return { content: [{ type: 'text' as const, text: answer }] };
       return { content: [{ type: 'text' as const, text: answer.error }], isError: true };
     });
