@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: every benchmark in sequence, each beside a baseline
- * measured in the same run. Writes bench/results/summary.md and the README's
- * benchmark section. MySQL figures need BENCH_MYSQL_URL (or TEST_MYSQL_URL).
+ * measured in the same run. Writes bench/results/summary.md and the summary
+ * section of BENCHMARKS.md. MySQL figures need BENCH_MYSQL_URL (or TEST_MYSQL_URL).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -62,11 +62,11 @@ async function main(): Promise<void> {
   const root = path.resolve(__dirname, '..', '..');
   fs.mkdirSync(path.join(root, 'bench', 'results'), { recursive: true });
   fs.writeFileSync(path.join(root, 'bench', 'results', 'summary.md'), `${summary}\n`);
-  const readmePath = path.join(root, 'README.md');
-  const readme = fs.readFileSync(readmePath, 'utf8');
-  const updated = readme.replace(/<!-- bench:start -->[\s\S]*<!-- bench:end -->/, `<!-- bench:start -->\n${summary}\n<!-- bench:end -->`);
-  fs.writeFileSync(readmePath, updated);
-  console.log('wrote bench/results/summary.md and the README benchmark section');
+  const benchmarksPath = path.join(root, 'BENCHMARKS.md');
+  const benchmarks = fs.readFileSync(benchmarksPath, 'utf8');
+  const updated = benchmarks.replace(/<!-- bench:start -->[\s\S]*<!-- bench:end -->/, `<!-- bench:start -->\n${summary}\n<!-- bench:end -->`);
+  fs.writeFileSync(benchmarksPath, updated);
+  console.log('wrote bench/results/summary.md and the summary section of BENCHMARKS.md');
 }
 
 main().catch((error: unknown) => {

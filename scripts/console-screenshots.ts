@@ -1,5 +1,5 @@
 /**
- * Regenerates the README's screenshots of the console (docs/screenshots/*.png):
+ * Regenerates the screenshots of the console in docs/console.md (docs/screenshots/*.png):
  * a fresh embedded database with the example set, a demo run, and each page
  * in headless Chromium.
  *

@@ -593,7 +593,7 @@ export class PromptLibraryCache {
    * Composes every configuration's prompt ahead (`PromptLibrary.prepare`), `PREPARE_BATCH` per
    * event-loop turn, so that the first previews after a load do not compose the prompts they only
    * read: measured with 1,000 configurations of 40 kB, the first dozen previews took 2–5 times as
-   * long as the later ones (README, "Prompt library figures"). Stops when this library is replaced.
+   * long as the later ones (BENCHMARKS.md, "Prompt library"). Stops when this library is replaced.
    */
   private async prepare(library: PromptLibrary): Promise<void> {
     this.preparing = library;
