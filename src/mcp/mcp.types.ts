@@ -47,6 +47,7 @@ export class McpServer {
   @Field(() => [ToolInfo], { description: 'The imported tools that are not orphaned, as runs see them.' }) tools!: ToolInfo[];
   @Extensions(listRows(CATALOGUE_ROWS))
   @Field(() => [McpTool], { description: 'The whole stored catalogue, orphaned tools last.' }) catalogue!: McpTool[];
+  @Extensions(listRows(CATALOGUE_ROWS))
   @Field(() => [SkippedTool], {
     nullable: true,
     description: 'In the answer of importMcpTools: the tools that import left out, and why ([] when it took them all, or failed as a whole: see importStatus). null in other answers; importError keeps the last import\'s reasons as text.',
