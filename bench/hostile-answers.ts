@@ -73,13 +73,13 @@ export async function runHostileAnswers(dialect: BenchDialect): Promise<HostileA
       input: { identifier: 'hostile', name: 'Hostile', model: 'hostile' },
     });
     const { startRun } = await gql<{ startRun: { id: string } }>(service, 'mutation($input: StartRunInput!) { startRun(input: $input) { id } }', {
-      input: { configuration: 'hostile', prompt: 'Count.', maxRounds: ROUNDS },
+      input: { configuration: 'hostile', prompt: 'Count.', maxRounds: ROUNDS, stream: false },
     });
     let steps = 0;
     for (;;) {
-      const { run } = await gql<{ run: { status: string; steps: unknown[] } }>(service, 'query($id: ID!) { run(id: $id) { status steps { sequence } } }', { id: startRun.id });
+      const { run } = await gql<{ run: { status: string; error: string | null; steps: unknown[] } }>(service, 'query($id: ID!) { run(id: $id) { status error steps { sequence } } }', { id: startRun.id });
       if (run.status !== 'QUEUED' && run.status !== 'RUNNING') {
-        if (run.status !== 'COMPLETED') throw new Error(`the run ended ${run.status}`);
+        if (run.status !== 'COMPLETED') throw new Error(`the run ended ${run.status}: ${run.error}`);
         steps = run.steps.length;
         break;
       }
@@ -96,11 +96,14 @@ export async function runHostileAnswers(dialect: BenchDialect): Promise<HostileA
     }
     const { createApiToken } = await gql<{ createApiToken: { token: string } }>(service, 'mutation { createApiToken(name: "hostile", role: VIEWER) { token } }');
     const aliases = (make: (index: number) => string) => `query { ${Array.from({ length: 30 }, (_, index) => `a${index}: ${make(index)}`).join(' ')} }`;
-    const hostile = [
+    const only = process.env.HOSTILE_ONLY;
+    const all = [
       aliases(() => `run(id: "${startRun.id}") { steps { messagesSent { role content toolCalls { id name arguments } toolCallId } } }`),
       aliases((index) => `run(id: "${startRun.id}") { steps(afterSequence: ${steps - 12 - (index % 10)}, limit: 10) { messagesSent { content } } }`),
       aliases(() => `snippet(uid: ${createSnippet.uid}) { versions { version snippet } }`),
     ];
+    // HOSTILE_ONLY=0,1,2 sends only those kinds (to see what each costs).
+    const hostile = only ? only.split(',').map((index) => all[Number(index)]) : all;
 
     const prober = startProber(service.url);
     await prober.ready;

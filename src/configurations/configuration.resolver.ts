@@ -176,7 +176,7 @@ export class ConfigurationResolver {
     @Arg('limit', () => Int, { nullable: true, defaultValue: DEFAULT_VERSION_PAGE }) limit: number | null = DEFAULT_VERSION_PAGE,
     @Arg('before', () => Int, { nullable: true, description: 'Only versions older than this one: the last version of the page before.' }) before: number | null = null,
   ): Promise<ConfigurationVersion[]> {
-    return (await loaders.versionsByUid.configuration.load({ uid: configuration.uid, page: versionPage(limit, before) })).map(toConfigurationVersion);
+    return loaders.viewsOf(await loaders.versionsByUid.configuration.load({ uid: configuration.uid, page: versionPage(limit, before) }), toConfigurationVersion);
   }
 
   @Authorized(Role.VIEWER)

@@ -46,6 +46,8 @@ export interface Loaders {
   snippetView: (row: PromptSnippetEntity) => PromptSnippet;
   /** The views of a selection, built once per selection (configurations sharing tags share it). */
   snippetViews: (rows: readonly PromptSnippetEntity[]) => PromptSnippet[];
+  /** The API views of a loaded list, mapped once per request however many fields (aliases) ask for the same list. */
+  viewsOf: <S, V>(rows: readonly S[], map: (row: S) => V) => V[];
 }
 
 /**
@@ -72,6 +74,7 @@ class RequestLoaders implements Loaders {
   private wholeLibrary: Promise<PromptLibrary> | null = null;
   private views?: WeakMap<PromptSnippetEntity, PromptSnippet>;
   private selections?: WeakMap<readonly PromptSnippetEntity[], PromptSnippet[]>;
+  private listViews?: WeakMap<readonly unknown[], unknown[]>;
 
   constructor(private readonly services: Services) {}
 
@@ -152,6 +155,13 @@ class RequestLoaders implements Loaders {
     let view = views.get(row);
     if (!view) views.set(row, (view = toPromptSnippet(row)));
     return view;
+  }
+
+  viewsOf<S, V>(rows: readonly S[], map: (row: S) => V): V[] {
+    const lists = (this.listViews ??= new WeakMap());
+    let mapped = lists.get(rows) as V[] | undefined;
+    if (!mapped) lists.set(rows, (mapped = rows.map(map)));
+    return mapped;
   }
 
   snippetViews(rows: readonly PromptSnippetEntity[]): PromptSnippet[] {

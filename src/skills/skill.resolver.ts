@@ -40,7 +40,7 @@ export class SkillResolver {
     @Arg('limit', () => Int, { nullable: true, defaultValue: DEFAULT_VERSION_PAGE }) limit: number | null = DEFAULT_VERSION_PAGE,
     @Arg('before', () => Int, { nullable: true, description: 'Only versions older than this one: the last version of the page before.' }) before: number | null = null,
   ): Promise<SkillVersion[]> {
-    return (await loaders.versionsByUid.skill.load({ uid: skill.uid, page: versionPage(limit, before) })).map(toSkillVersion);
+    return loaders.viewsOf(await loaders.versionsByUid.skill.load({ uid: skill.uid, page: versionPage(limit, before) }), toSkillVersion);
   }
 
   @Authorized(Role.VIEWER)

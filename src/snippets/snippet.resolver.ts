@@ -90,7 +90,7 @@ export class SnippetResolver {
     @Arg('limit', () => Int, { nullable: true, defaultValue: DEFAULT_VERSION_PAGE }) limit: number | null = DEFAULT_VERSION_PAGE,
     @Arg('before', () => Int, { nullable: true, description: 'Only versions older than this one: the last version of the page before.' }) before: number | null = null,
   ): Promise<SnippetVersion[]> {
-    return (await loaders.versionsByUid.snippet.load({ uid: snippet.uid, page: versionPage(limit, before) })).map(toSnippetVersion);
+    return loaders.viewsOf(await loaders.versionsByUid.snippet.load({ uid: snippet.uid, page: versionPage(limit, before) }), toSnippetVersion);
   }
 
   @Authorized(Role.VIEWER)

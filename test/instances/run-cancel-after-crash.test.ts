@@ -14,7 +14,7 @@ import WebSocket from 'ws';
 import { createTestDatabase, testDialects, type TestDatabase } from '../support/databases';
 import { startServerProcess, type ServerProcess } from '../support/server-process';
 import { ADMIN_TOKEN } from '../support/server';
-import { expectWellFormedTrace, uniqueIdentifier } from '../runs/run-kit';
+import { createScriptedConfiguration, expectWellFormedTrace } from '../runs/run-kit';
 import { ScriptedProvider, gate, withTimeout } from '../runs/scripted-provider';
 
 const redisUrl = process.env.TEST_REDIS_URL?.trim() || null;
@@ -31,21 +31,10 @@ interface Step {
 }
 const STEP = 'sequence kind round status terminationReason';
 
-async function setupRun(server: ServerProcess, provider: ScriptedProvider): Promise<string> {
-  const providerId = uniqueIdentifier('prov');
-  const modelId = uniqueIdentifier('model');
-  const configuration = uniqueIdentifier('conf');
-  await server.ok('mutation($input: CreateProviderInput!) { createProvider(input: $input) { uid } }', {
-    input: { identifier: providerId, name: 'Scripted', adapterType: 'custom', endpointUrl: provider.url, apiKey: 'test-key', maxRetries: 0 },
-  });
-  await server.ok('mutation($input: CreateModelInput!) { createModel(input: $input) { uid } }', { input: { identifier: modelId, name: 'M', provider: providerId, modelId: 'scripted' } });
-  await server.ok('mutation($input: CreateConfigurationInput!) { createConfiguration(input: $input) { uid } }', { input: { identifier: configuration, name: 'C', model: modelId } });
-  return configuration;
-}
 
 /** A run whose first provider call is never answered; resolves once that call is in flight. */
 async function startHeldRun(server: ServerProcess, provider: ScriptedProvider): Promise<string> {
-  const configuration = await setupRun(server, provider);
+  const configuration = await createScriptedConfiguration(server, provider);
   provider.script({ text: 'never sent', gate: gate().promise });
   const started = await server.ok<{ startRun: { id: string } }>('mutation($input: StartRunInput!) { startRun(input: $input) { id } }', { input: { configuration, prompt: 'hello', tools: [] } });
   await provider.waitForRequest(1);

@@ -11,7 +11,7 @@ import WebSocket from 'ws';
 import { createTestDatabase, testDialects, type TestDatabase } from '../support/databases';
 import { startServerProcess, type ServerProcess } from '../support/server-process';
 import { ADMIN_TOKEN } from '../support/server';
-import { expectWellFormedTrace, uniqueIdentifier } from '../runs/run-kit';
+import { createScriptedConfiguration, expectWellFormedTrace } from '../runs/run-kit';
 import { ScriptedProvider, gate, withTimeout } from '../runs/scripted-provider';
 
 const LEASE = { RUN_LEASE_SECONDS: '3' };
@@ -29,17 +29,6 @@ interface Step {
 
 const STEP = 'sequence kind round toolResult status terminationReason resentAfterTakeover';
 
-async function setupRun(server: ServerProcess, provider: ScriptedProvider): Promise<string> {
-  const providerId = uniqueIdentifier('prov');
-  const modelId = uniqueIdentifier('model');
-  const configuration = uniqueIdentifier('conf');
-  await server.ok('mutation($input: CreateProviderInput!) { createProvider(input: $input) { uid } }', {
-    input: { identifier: providerId, name: 'Scripted', adapterType: 'custom', endpointUrl: provider.url, apiKey: 'test-key', maxRetries: 0 },
-  });
-  await server.ok('mutation($input: CreateModelInput!) { createModel(input: $input) { uid } }', { input: { identifier: modelId, name: 'M', provider: providerId, modelId: 'scripted' } });
-  await server.ok('mutation($input: CreateConfigurationInput!) { createConfiguration(input: $input) { uid } }', { input: { identifier: configuration, name: 'C', model: modelId } });
-  return configuration;
-}
 
 async function runOf(server: ServerProcess, id: string): Promise<{ status: string; terminationReason: string | null; finalContent: string | null; steps: Step[] }> {
   const data = await server.ok<{ run: { status: string; terminationReason: string | null; finalContent: string | null; steps: Step[] } }>(
@@ -100,7 +89,7 @@ describe.each(testDialects)('run takeover after a crash (%s)', (dialect) => {
     providers.push(provider);
     const first = await startServerProcess(database, LEASE);
     servers.push(first);
-    const configuration = await setupRun(first, provider);
+    const configuration = await createScriptedConfiguration(first, provider);
     provider.script(
       { text: 'never sent', gate: gate().promise },
       { text: 'Finished after the restart.', usage: { prompt: 3, completion: 4 } },
@@ -129,7 +118,7 @@ describe.each(testDialects)('run takeover after a crash (%s)', (dialect) => {
     servers.push(owner);
     const survivor = await startServerProcess(database, { ...LEASE, RUN_MIGRATIONS: 'false' });
     servers.push(survivor);
-    const configuration = await setupRun(owner, provider);
+    const configuration = await createScriptedConfiguration(owner, provider);
     const late = gate();
     provider.script(
       { text: 'An answer the frozen owner reads only after it is let go.', gate: late.promise, usage: { prompt: 1, completion: 1 } },
@@ -171,7 +160,7 @@ describe.each(testDialects)('run takeover after a crash (%s)', (dialect) => {
     servers.push(owner);
     const survivor = await startServerProcess(database, { ...env, RUN_MIGRATIONS: 'false' });
     servers.push(survivor);
-    const configuration = await setupRun(owner, provider);
+    const configuration = await createScriptedConfiguration(owner, provider);
     provider.script(
       { toolCalls: [{ id: 'call_1', name: 'calculator', arguments: { expression: '6 * 7' } }], usage: { prompt: 5, completion: 5 } },
       { text: 'held', gate: gate().promise },

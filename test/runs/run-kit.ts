@@ -234,3 +234,21 @@ export function expectWellFormedTrace(steps: readonly { sequence: number; kind: 
   const distinctRounds = [...new Set(body.map((s) => s.round))];
   expect(distinctRounds).toEqual(distinctRounds.map((_, i) => i + 1));
 }
+
+/** Anything that sends a GraphQL operation and fails on errors (a TestServer, a ServerProcess). */
+export interface GraphQLCaller {
+  ok<T = Record<string, unknown>>(query: string, variables?: Record<string, unknown>, token?: string | null): Promise<T>;
+}
+
+/** A provider pointing at `provider`, a model and a configuration, under fresh identifiers; returns the configuration's identifier. */
+export async function createScriptedConfiguration(server: GraphQLCaller, provider: ScriptedProvider): Promise<string> {
+  const providerId = uniqueIdentifier('prov');
+  const modelId = uniqueIdentifier('model');
+  const configuration = uniqueIdentifier('conf');
+  await server.ok('mutation($input: CreateProviderInput!) { createProvider(input: $input) { uid } }', {
+    input: { identifier: providerId, name: 'Scripted', adapterType: 'custom', endpointUrl: provider.url, apiKey: 'test-key', maxRetries: 0 },
+  });
+  await server.ok('mutation($input: CreateModelInput!) { createModel(input: $input) { uid } }', { input: { identifier: modelId, name: 'M', provider: providerId, modelId: 'scripted' } });
+  await server.ok('mutation($input: CreateConfigurationInput!) { createConfiguration(input: $input) { uid } }', { input: { identifier: configuration, name: 'C', model: modelId } });
+  return configuration;
+}
