@@ -4,6 +4,7 @@
  * without gap or duplicate. Writes nothing; the driver (RunService) owns the
  * runs this process executes and tells the reader which those are.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { checkFirst, type KeysetPage, type PagingCursors } from '../db/keyset';
 import { checkPage, MAX_PAGE_SIZE } from '../db/record-rules';
 import { type AnswerBudget, textSize } from '../shared/answer-budget';
@@ -167,6 +168,8 @@ export class RunReader {
       for (;;) {
         const want = limit === null ? rows : Math.min(rows, limit - steps.length);
         if (want <= 0) return steps;
+        // A long trace gives way to other requests between its reads.
+        if (steps.length > 0) await nextTurn();
         budget.check();
         const read = await this.store.stepsAfter(runUid, after, want);
         let bytes = 0;

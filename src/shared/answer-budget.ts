@@ -14,6 +14,7 @@
  * number or a literal a few bytes. The exact size is still checked on the
  * JSON text (oversizedAnswer).
  */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { BadUserInputError } from './errors';
 
 /** Thrown by a reader, and sent as the whole answer, once the answer is past MAX_RESPONSE_BYTES. */
@@ -29,6 +30,7 @@ export class AnswerBudget {
   #spent = 0;
   #exceeded = false;
   #reads: Promise<unknown> = Promise.resolve();
+  #readsStarted = 0;
 
   constructor(readonly maxBytes: number) {}
 
@@ -62,12 +64,16 @@ export class AnswerBudget {
   }
 
   /**
-   * Runs `read` after every read started before it has finished, and not at
-   * all once the budget is spent: concurrent resolvers (aliases, list rows)
+   * Runs `read` after every read started before it has finished (and, but
+   * for the first, a turn of the event loop later), and not at all once the
+   * budget is spent: concurrent resolvers (aliases, list rows)
    * then read one after another and the first to pass the limit stops the rest.
    */
   serially<T>(read: () => Promise<T>): Promise<T> {
-    const next = this.#reads.then(() => {
+    // Every read after a request's first waits for the next turn of the event loop: other clients' requests go in between.
+    const first = this.#readsStarted++ === 0;
+    const next = this.#reads.then(async () => {
+      if (!first) await nextTurn();
       this.check();
       return read();
     });
