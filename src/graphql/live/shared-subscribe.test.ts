@@ -1,7 +1,19 @@
 import { EventEmitter, on } from 'node:events';
 import { compileQuery } from 'graphql-jit';
 import { execute, GraphQLError, GraphQLInt, type GraphQLFieldConfigMap, GraphQLNonNull, GraphQLObjectType, GraphQLSchema, GraphQLString, parse, type ExecutionResult } from 'graphql';
-import { COMPILE_AFTER_EVENTS, createSharedSubscribe, expandPreSerialized, isPreSerialized, nextPrefix, preSerialized } from './trace-fanout';
+import { COMPILE_AFTER_EVENTS } from './event-executor';
+import { NextPrefixes } from './frames';
+import { isPreSerialized, PreSerializedMarkers } from './pre-serialized';
+import { createSharedSubscribe as createSharedSubscribeWith } from './shared-subscribe';
+
+// What serveSubscriptions creates once per server: the markers its results are serialised with, the prefixes of its frames.
+const markers = new PreSerializedMarkers();
+const prefixes = new NextPrefixes();
+const createSharedSubscribe = (...[options, targetOf]: [Parameters<typeof createSharedSubscribeWith>[0], Parameters<typeof createSharedSubscribeWith>[2]?]) =>
+  createSharedSubscribeWith(options, markers, targetOf);
+const preSerialized = (result: ExecutionResult) => markers.preSerialized(result);
+const expandPreSerialized = (message: string) => markers.expand(message);
+const nextPrefix = (id: string) => prefixes.of(id);
 
 // The real compiler, counted.
 jest.mock('graphql-jit', () => {
