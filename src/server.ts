@@ -28,7 +28,7 @@ import { AnswerBudget } from './shared/answer-budget';
 import { stringifyResponse } from './graphql/raw-json';
 import { buildAppSchema } from './graphql/schema';
 import { type GuardedConnection, revokedTokenError, SocketGuards } from './graphql/socket-guards';
-import { serveSubscriptions } from './graphql/trace-fanout';
+import { serveSubscriptions } from './graphql/live';
 import { answerRefusedBody, CLIENT_GONE, HttpError, readBody } from './http-body';
 import { sendText } from './http-response';
 import { createReadinessCheck } from './db/readiness';

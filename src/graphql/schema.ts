@@ -40,7 +40,7 @@ export async function buildAppSchema(): Promise<GraphQLSchema> {
  * a promise even when every argument is a scalar with nothing to validate; an
  * event's result then takes several microtask turns, for every event to every
  * group of watchers. Synchronous, a live step's result is built inside the
- * bus's publish and written there (see trace-fanout), before the run's next
+ * bus's publish and written there (see graphql/live), before the run's next
  * work. The resolver methods call the same mappers, so the rule stays in one
  * place. Only fields without @Authorized or middleware (they would run per
  * event; this list must name no such field) and whose arguments are scalars

@@ -7,6 +7,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { checkFirst, type KeysetPage, type PagingCursors } from '../db/keyset';
 import { checkPage, MAX_PAGE_SIZE } from '../db/record-rules';
+import type { LiveSource } from '../graphql/live';
 import { type AnswerBudget, textSize } from '../shared/answer-budget';
 import { checkLabel } from '../releases/release-rules';
 import { BadUserInputError, NotFoundError, SubscriberLaggedError } from '../shared/errors';
@@ -212,7 +213,7 @@ export class RunReader {
    * between the two; sequence numbers drop duplicates and reveal gaps, which
    * are filled from the table.
    */
-  async openTrace(uuid: string, afterSequence: number): Promise<LiveTrace<StoredStep, StoredStep | SubscriberLaggedError>> {
+  async openTrace(uuid: string, afterSequence: number): Promise<LiveSource<StoredStep, StoredStep | SubscriberLaggedError>> {
     const row = await this.store.findRun(uuid);
     if (!row) throw new NotFoundError(`No run with id "${uuid}"`, 'runId');
     const queue = new BoundedQueue<StoredStep | typeof RECHECK>(this.options.watcherQueueSize);
@@ -380,7 +381,7 @@ export class RunReader {
  * only after that wait ends, so a client that left while its run was idle kept
  * its bus listener until the next step. Closing the queue ends the wait first.
  * (An object with methods, not closures: a watcher keeps it for as long as it
- * watches, see trace-fanout's SocketTarget.)
+ * watches, see graphql/live's SocketTarget.)
  */
 class ReleasingIterator<T> implements AsyncIterableIterator<T> {
   constructor(
@@ -407,8 +408,12 @@ class ReleasingIterator<T> implements AsyncIterableIterator<T> {
   }
 }
 
-/** A trace watcher's iterator: its steps, and its in-order live steps handed to a deliverer (see LiveTrace). */
-class LiveTraceIterator<T> extends ReleasingIterator<T> implements LiveTrace<StoredStep, T> {
+/**
+ * A trace watcher's iterator: its steps, and, as a LiveSource (the fan-out's interface, see graphql/live), its
+ * in-order live steps handed to a synchronous deliverer (the subscription fan-out) instead of through next(): the
+ * deliverer returns false when it cannot take a step now, which then waits in the watcher's bounded queue as any other.
+ */
+class LiveTraceIterator<T> extends ReleasingIterator<T> implements LiveSource<StoredStep, T> {
   constructor(
     generator: AsyncGenerator<T>,
     queue: { close(): void },
@@ -420,16 +425,6 @@ class LiveTraceIterator<T> extends ReleasingIterator<T> implements LiveTrace<Sto
   deliverLive(deliver: (step: StoredStep) => boolean): void {
     this.live.deliver = deliver;
   }
-}
-
-/**
- * A live trace that can hand its in-order live steps to a synchronous
- * deliverer (the subscription fan-out) instead of through next(): the
- * deliverer returns false when it cannot take a step now, which then waits
- * in the watcher's bounded queue as any other.
- */
-export interface LiveTrace<TLive, T> extends AsyncIterableIterator<T> {
-  deliverLive(deliver: (item: TLive) => boolean): void;
 }
 
 /** The run a trace watcher watches, as read when it started. */

@@ -43,7 +43,7 @@ export interface InboundTurnsOptions {
 /**
  * Messages started per turn. A `runTrace` subscription's handling costs some
  * 0.3–1 ms of CPU on SQLite, so a turn stays within a few milliseconds. A
- * count, not a clock (see DeliveryTurns in trace-fanout for why).
+ * count, not a clock (see DeliveryTurns in delivery-turns for why).
  */
 export const MESSAGES_PER_TURN = 8;
 /** Messages a connection may have waiting before its socket is paused. */

@@ -1,7 +1,15 @@
 import { EventEmitter, on } from 'node:events';
 import { compileQuery } from 'graphql-jit';
 import { execute, GraphQLError, GraphQLInt, type GraphQLFieldConfigMap, GraphQLNonNull, GraphQLObjectType, GraphQLSchema, GraphQLString, parse, type ExecutionResult } from 'graphql';
-import { COMPILE_AFTER_EVENTS, createSharedSubscribe, expandPreSerialized, isPreSerialized, nextPrefix, preSerialized } from './trace-fanout';
+import { COMPILE_AFTER_EVENTS } from './event-executor';
+import { isPreSerialized, PreSerializedMarkers } from './pre-serialized';
+import { createSharedSubscribe as createSharedSubscribeWith } from './shared-subscribe';
+
+// What serveSubscriptions creates once per server: the markers its results are serialised with.
+const markers = new PreSerializedMarkers();
+const createSharedSubscribe = (...[options, targetOf]: [Parameters<typeof createSharedSubscribeWith>[0], Parameters<typeof createSharedSubscribeWith>[2]?]) =>
+  createSharedSubscribeWith(options, markers, targetOf);
+const expandPreSerialized = (message: string) => markers.expand(message);
 
 // The real compiler, counted.
 jest.mock('graphql-jit', () => {
@@ -372,28 +380,5 @@ describe('createSharedSubscribe with a live trace (direct delivery)', () => {
     await subscribe(args);
     again.publish({ n: 3 });
     expect(latest).toEqual([1]);
-  });
-});
-
-describe('nextPrefix', () => {
-  it('is the start of graphql-ws\'s next message, one buffer per id, in memory of its own', () => {
-    const prefix = nextPrefix('sub "7"');
-    expect(prefix.toString()).toBe('{"id":"sub \\"7\\"","type":"next","payload":');
-    expect(nextPrefix('sub "7"')).toBe(prefix);
-    // Not a slice of Node's shared pool, which it would keep alive for as long as a subscription lasts.
-    const pooled = Buffer.from('{"id":"1"}');
-    expect(pooled.buffer.byteLength).toBeGreaterThan(pooled.length);
-    expect([prefix.byteOffset, prefix.buffer.byteLength]).toEqual([0, prefix.length]);
-  });
-});
-
-describe('expandPreSerialized', () => {
-  it('splices each result\'s JSON where its marker stands, and leaves other messages alone', () => {
-    const one = preSerialized({ data: { text: 'quote " and \\ backslash, \u2028 and emoji 🚀' } });
-    const two = preSerialized({ data: { n: 2 } });
-    const message = JSON.stringify({ id: 'a', type: 'next', payload: one, extra: [two, one] });
-    expect(JSON.parse(expandPreSerialized(message))).toEqual({ id: 'a', type: 'next', payload: one.result, extra: [two.result, one.result] });
-    const plain = JSON.stringify({ id: 'b', type: 'next', payload: { data: { text: '"pw-serialized-not-ours-1"' } } });
-    expect(expandPreSerialized(plain)).toBe(plain);
   });
 });

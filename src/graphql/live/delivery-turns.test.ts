@@ -1,7 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import WebSocket, { WebSocketServer } from 'ws';
-import { DeliveryTurns, FRAMES_PER_TURN, HELD_BYTES_LIMIT, nextFrame, textFrame } from './trace-fanout';
+import { DeliveryTurns, FRAMES_PER_TURN, HELD_BYTES_LIMIT } from './delivery-turns';
+import { nextFrame, textFrame } from './frames';
 
 /** An audience of more than one watcher: each live frame written at once (see DeliveryTurns.push). */
 const LARGE = 1000;
