@@ -233,7 +233,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
     async (authorization) => (await authenticate(authorization)).caller,
   );
   const stopWatchingRevocations = services.tokens.onRevoked((tokenUid) => guards.revoked(tokenUid));
-  // Live events are executed and serialised once per group of identical subscriptions and written in turns (see trace-fanout).
+  // Live events are executed and serialised once per group of identical subscriptions and written in turns (see graphql/live).
   const wsCleanup = serveSubscriptions<Record<string, unknown>, { context?: GraphQLContext; guarded?: GuardedConnection }>(
     {
       schema,
