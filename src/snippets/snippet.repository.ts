@@ -8,8 +8,10 @@ import type { DataSource } from 'typeorm';
 import type { Dialect } from '../db/data-source';
 import { afterPosition, atOrBeforePosition, type KeyColumn, type KeyKind, type KeysetSource, positionOf, type SqlCondition } from '../db/keyset';
 import { filteredSelect, flagCondition, searchCondition } from '../db/list-filters';
-import { getShapedArrays, getShapedEntityRows } from '../db/raw-rows';
+import { getEntities, getPreparedEntities, getShapedArrays, getShapedEntityRows } from '../db/raw-rows';
+import { liveRowsInListOrder } from '../db/record-rules';
 import { PromptSnippetEntity } from './snippet.entity';
+import { SNIPPET_SEARCH_FIELDS } from './snippet-search';
 import { tagCondition, type TagMatchMode } from './tag-match-sql';
 
 export interface SnippetListFilter {
@@ -31,6 +33,7 @@ const ORDER: readonly KeyColumn[] = [
   { column: 's.uid', direction: 'ASC' },
 ];
 const KEYS = ['s_sorting', 's_name', 's_uid'];
+const SEARCH_COLUMNS = SNIPPET_SEARCH_FIELDS.map((field) => `s.${field}`);
 export const SNIPPET_KEY_KINDS: readonly KeyKind[] = ['value', 'value', 'integer'];
 
 export class SnippetRepository {
@@ -38,6 +41,24 @@ export class SnippetRepository {
     private readonly dataSource: DataSource,
     private readonly dialect: Dialect,
   ) {}
+
+  /**
+   * Every active, non-deleted snippet in list order: the SQL form of
+   * isActiveSnippet (`is_active = 1`, as nr_llm's lookup reads it). One
+   * prepared query; the order is the database's (`ORDER BY sorting, name`,
+   * names by the table's collation).
+   */
+  allActive(): Promise<PromptSnippetEntity[]> {
+    return getPreparedEntities(this.dataSource, 'snippets:active', () => liveRowsInListOrder(this.dataSource, PromptSnippetEntity, 's').andWhere('s.is_active = 1'));
+  }
+
+  /** One offset page of the non-deleted snippets in list order, those `search` finds when given. */
+  offsetPage(limit: number, offset: number, search: string | null): Promise<PromptSnippetEntity[]> {
+    const page = () => liveRowsInListOrder(this.dataSource, PromptSnippetEntity, 's').limit(limit).offset(offset);
+    if (!search) return getPreparedEntities(this.dataSource, `snippets:page:${limit}:${offset}`, page);
+    const found = searchCondition(SEARCH_COLUMNS, search, 'pattern');
+    return getEntities(this.dataSource, page().andWhere(found.sql, found.parameters));
+  }
 
   /** The non-deleted snippets that pass `filter`, in list order, as a keyset source. */
   listed(filter: SnippetListFilter): KeysetSource<PromptSnippetEntity> {
@@ -70,7 +91,7 @@ export class SnippetRepository {
     if (tags) conditions.push(tags);
     if (filter.isActive !== null) conditions.push(flagCondition(this.dialect, 's.is_active', filter.isActive));
     if (filter.hidden !== null) conditions.push(flagCondition(this.dialect, 's.hidden', filter.hidden));
-    if (filter.search) conditions.push(searchCondition(['s.identifier', 's.name', 's.description', 's.tags', 's.snippet'], filter.search, 'search'));
+    if (filter.search) conditions.push(searchCondition(SEARCH_COLUMNS, filter.search, 'search'));
     return conditions;
   }
 }

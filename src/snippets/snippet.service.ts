@@ -1,8 +1,7 @@
-import { ActiveSnippetIndex as PromptSnippetIndex } from '../prompt/snippet-index';
+import { isActiveSnippet } from '../prompt/snippet-index';
 import type { DataSource, EntityManager } from 'typeorm';
-import { getEntities, getPreparedEntities } from '../db/raw-rows';
 import type { IdentifierLock } from '../db/identifier-lock';
-import { assertIdentifierAvailable, checkPage, findLiveOrFail, normalizeIdentifier, optionalText, type Page, requireName, liveRowsInListOrder, newRecordColumns } from '../db/record-rules';
+import { assertIdentifierAvailable, checkPage, findLiveOrFail, normalizeIdentifier, optionalText, type Page, requireName, newRecordColumns } from '../db/record-rules';
 import { checkTextFits, textLimitOf } from '../db/text-limits';
 import type { PromptHistoryService } from '../prompt-history/prompt-history.service';
 import { snippetStateOf } from '../prompt-history/record-states';
@@ -11,6 +10,7 @@ import { BadUserInputError, NotFoundError } from '../shared/errors';
 import { unixNow } from '../shared/time';
 import { parseMetadataForWrite } from '../prompt/snippet-metadata';
 import { PromptSnippetEntity } from './snippet.entity';
+import { snippetMatchesSearch } from './snippet-search';
 import { hasTag, normalizeTag, tagVocabulary, validateTagsForWrite } from '../prompt/tags';
 import { SNIPPET_KEY_KINDS, SNIPPET_LIST, type SnippetListFilter, type SnippetRepository } from './snippet.repository';
 import type { TaggedListPageRequest } from './tag-match-sql';
@@ -27,7 +27,8 @@ export interface SnippetWrite {
   sorting?: number;
 }
 
-export interface SnippetFilter extends Page {
+/** The `snippets` list: a tag (active snippets only) or the whole list, with `search`, by offset. */
+export interface SnippetListQuery extends Page {
   tag?: string | null;
   search?: string | null;
 }
@@ -101,30 +102,18 @@ export class SnippetService {
    * name`, names by the table's collation), as nr_llm's lookup has it.
    */
   async allActive(): Promise<PromptSnippetEntity[]> {
-    return getPreparedEntities(this.dataSource, 'snippets:active', () =>
-      liveRowsInListOrder(this.dataSource, PromptSnippetEntity, 's').andWhere('s.is_active = 1'),
-    );
+    return this.repository.allActive();
   }
 
-  async list(filter: SnippetFilter): Promise<PromptSnippetEntity[]> {
+  async list(filter: SnippetListQuery): Promise<PromptSnippetEntity[]> {
     const { limit, offset } = checkPage(filter);
-    if (filter.search && filter.search.length > MAX_SEARCH_LENGTH) {
-      throw new BadUserInputError(`search must be at most ${MAX_SEARCH_LENGTH} characters (got ${filter.search.length})`, 'search');
-    }
+    const search = checkSearch(filter.search);
     if (filter.tag !== undefined && filter.tag !== null) {
       let rows = await this.activeByTag(filter.tag);
-      if (filter.search) rows = rows.filter((row) => matchesSearch(row, filter.search ?? ''));
+      if (search) rows = rows.filter((row) => snippetMatchesSearch(row, search));
       return rows.slice(offset, offset + limit);
     }
-    const page = () => liveRowsInListOrder(this.dataSource, PromptSnippetEntity, 's').limit(limit).offset(offset);
-    if (!filter.search) return getPreparedEntities(this.dataSource, `snippets:page:${limit}:${offset}`, page);
-    // '!' escapes LIKE wildcards: a backslash would need different quoting in MySQL and SQLite.
-    const pattern = `%${filter.search.toLowerCase().replace(/[!%_]/g, (c) => `!${c}`)}%`;
-    const query = page().andWhere(
-      `(LOWER(s.identifier) LIKE :pattern ESCAPE '!' OR LOWER(s.name) LIKE :pattern ESCAPE '!' OR LOWER(COALESCE(s.description, '')) LIKE :pattern ESCAPE '!' OR LOWER(s.tags) LIKE :pattern ESCAPE '!' OR LOWER(s.snippet) LIKE :pattern ESCAPE '!')`,
-      { pattern },
-    );
-    return getEntities(this.dataSource, query);
+    return this.repository.offsetPage(limit, offset, search);
   }
 
   async findByUid(uid: number): Promise<PromptSnippetEntity | null> {
@@ -160,7 +149,7 @@ export class SnippetService {
       const wanted = identifier.trim();
       const row = rows.find((candidate) => candidate.identifier === wanted) ?? rows.find((candidate) => candidate.identifier.toLowerCase() === wanted.toLowerCase());
       if (!row) throw new NotFoundError(`No snippet with identifier "${identifier}"`, 'forcedSnippets');
-      if (row.isActive) found.push(row);
+      if (isActiveSnippet(row)) found.push(row);
     }
     return found;
   }
@@ -254,18 +243,13 @@ export class SnippetService {
   }
 }
 
-/** The index of one request's active snippet rows (see prompt/snippet-index). */
-export class ActiveSnippetIndex extends PromptSnippetIndex<PromptSnippetEntity> {}
+/** The index of one request's active snippet rows is prompt/snippet-index's; runs still import it from here. */
+export { ActiveSnippetIndex } from '../prompt/snippet-index';
 
 export function filterByTag(rows: readonly PromptSnippetEntity[], tag: string): PromptSnippetEntity[] {
   const wanted = normalizeTag(tag);
   if (wanted === '') return [];
   return rows.filter((row) => hasTag(row.tags, wanted));
-}
-
-function matchesSearch(row: PromptSnippetEntity, search: string): boolean {
-  const needle = search.toLowerCase();
-  return [row.identifier, row.name, row.description ?? '', row.tags, row.snippet].some((text) => text.toLowerCase().includes(needle));
 }
 
 /** Validates every field before touching the row, so a refused write changes nothing. */
