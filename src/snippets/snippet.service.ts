@@ -12,8 +12,8 @@ import { parseMetadataForWrite } from '../prompt/snippet-metadata';
 import { PromptSnippetEntity } from './snippet.entity';
 import { snippetMatchesSearch } from './snippet-search';
 import { hasTag, normalizeTag, tagVocabulary, validateTagsForWrite } from '../prompt/tags';
-import { SNIPPET_KEY_KINDS, SNIPPET_LIST, type SnippetListFilter, type SnippetRepository } from './snippet.repository';
-import type { TaggedListPageRequest } from './tag-match-sql';
+import { SNIPPET_KEY_KINDS, SNIPPET_LIST, type SnippetRepository } from './snippet.repository';
+import { checkSearch, type TaggedListPageRequest, taggedListFilterOf } from './tagged-list-filter';
 
 export interface SnippetWrite {
   identifier?: string;
@@ -33,32 +33,6 @@ export interface SnippetListQuery extends Page {
   search?: string | null;
 }
 
-/**
- * The longest `search` text. Far more than any name or phrase; the same on
- * both databases (SQLite refuses LIKE patterns beyond 50,000 bytes outright).
- */
-export const MAX_SEARCH_LENGTH = 1000;
-
-/** The most tags one list filter names: each is one condition on every row. */
-export const MAX_FILTER_TAGS = 50;
-
-/** One page of the snippet list as a client asks for it. */
-export type SnippetPageRequest = TaggedListPageRequest;
-
-/** Validates `search` as every list does. */
-export function checkSearch(search: string | null | undefined, field = 'search'): string | null {
-  if (search === undefined || search === null || search === '') return null;
-  if (search.length > MAX_SEARCH_LENGTH) throw new BadUserInputError(`${field} must be at most ${MAX_SEARCH_LENGTH} characters (got ${search.length})`, field);
-  return search;
-}
-
-/** Validates a list filter's tags: at most MAX_FILTER_TAGS. Each is matched by the tag rules; one that normalises to '' matches nothing. */
-export function checkFilterTags(tags: readonly string[] | null | undefined, field = 'tags'): readonly string[] {
-  if (!tags) return [];
-  if (tags.length > MAX_FILTER_TAGS) throw new BadUserInputError(`${field} may name at most ${MAX_FILTER_TAGS} tags (got ${tags.length})`, field);
-  return tags;
-}
-
 export class SnippetService {
   constructor(
     private readonly dataSource: DataSource,
@@ -75,16 +49,9 @@ export class SnippetService {
    * (`tagsMatch`). Unlike `snippets(tag:)`, a tag filter does not imply
    * `isActive: true`.
    */
-  async page(request: SnippetPageRequest): Promise<KeysetPage<PromptSnippetEntity>> {
+  async page(request: TaggedListPageRequest): Promise<KeysetPage<PromptSnippetEntity>> {
     const first = checkFirst(request.first);
-    const filter: SnippetListFilter = {
-      tags: checkFilterTags(request.tags),
-      tagsMatch: request.tagsMatch ?? 'ANY',
-      isActive: request.isActive ?? null,
-      hidden: request.hidden ?? null,
-      search: checkSearch(request.search),
-    };
-    return this.cursors.readPage(SNIPPET_LIST, SNIPPET_KEY_KINDS, this.repository.listed(filter), first, request.after);
+    return this.cursors.readPage(SNIPPET_LIST, SNIPPET_KEY_KINDS, this.repository.listed(taggedListFilterOf(request)), first, request.after);
   }
 
   /**
@@ -117,13 +84,11 @@ export class SnippetService {
   }
 
   async findByUid(uid: number): Promise<PromptSnippetEntity | null> {
-    return this.dataSource.getRepository(PromptSnippetEntity).findOne({ where: { uid, deleted: false } });
+    return this.repository.findLive(uid);
   }
 
   async findByIdentifier(identifier: string): Promise<PromptSnippetEntity | null> {
-    return this.dataSource
-      .getRepository(PromptSnippetEntity)
-      .findOne({ where: { identifier: identifier.trim().toLowerCase(), deleted: false }, order: { uid: 'ASC' } });
+    return this.repository.findLiveByIdentifier(identifier.trim().toLowerCase());
   }
 
   /**
@@ -137,13 +102,7 @@ export class SnippetService {
   async findForcedByIdentifiers(identifiers: readonly string[]): Promise<PromptSnippetEntity[]> {
     if (identifiers.length === 0) return [];
     const lowered = [...new Set(identifiers.map((identifier) => identifier.trim().toLowerCase()))];
-    const rows = await this.dataSource
-      .getRepository(PromptSnippetEntity)
-      .createQueryBuilder('s')
-      .where('s.deleted = 0')
-      .andWhere('LOWER(s.identifier) IN (:...lowered)', { lowered })
-      .orderBy('s.uid', 'ASC')
-      .getMany();
+    const rows = await this.repository.findLiveByLoweredIdentifiers(lowered);
     const found: PromptSnippetEntity[] = [];
     for (const identifier of identifiers) {
       const wanted = identifier.trim();
@@ -156,8 +115,7 @@ export class SnippetService {
 
   /** The tag vocabulary of behaviour.md §2: every non-deleted snippet, hidden and inactive included. */
   async vocabulary(): Promise<string[]> {
-    const rows = await this.dataSource.getRepository(PromptSnippetEntity).createQueryBuilder('s').select(['s.uid', 's.tags']).where('s.deleted = 0').orderBy('s.uid', 'ASC').getMany();
-    return tagVocabulary(rows.map((row) => row.tags));
+    return tagVocabulary(await this.repository.liveTags());
   }
 
   /** `author` is the token name behind the write; it is stored with the version. */
