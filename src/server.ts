@@ -1,7 +1,9 @@
 /**
- * createServer(config) → { url, stop }: one node:http server carrying GraphQL
- * over HTTP (Apollo, mounted directly for speed), graphql-ws subscriptions on
- * the same path, and the health endpoints. Used by main.ts and by the tests.
+ * The transport: serve(app) → { url, stop } is one node:http server carrying
+ * GraphQL over HTTP (Apollo, mounted directly for speed), graphql-ws
+ * subscriptions on the same path, the health, metrics and console routes.
+ * The app it serves is built by app.ts; createServer(config) composes both
+ * and is what main.ts and the tests use.
  */
 import crypto from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
@@ -10,54 +12,31 @@ import { ApolloServer, HeaderMap, type ApolloServerPlugin, type HTTPGraphQLReque
 import { ApolloServerPluginCacheControlDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import { type ExecutionResult, getOperationAST, GraphQLError, type GraphQLSchema, NoSchemaIntrospectionCustomRule, specifiedRules } from 'graphql';
-import { illFormedTextError, wellFormedTextPlugin } from './graphql/well-formed-text';
 import { WebSocketServer } from 'ws';
+import { type App, type AppOptions, closeAfterFailedStart, createApp } from './app';
 import type { Caller } from './auth/roles';
 import type { AppConfig } from './config';
 import { createConsoleRoutes } from './console/console-routes';
-import { createDataSource } from './db/data-source';
-import { PagingCursors } from './db/keyset';
-import { checkSharedSchema } from './db/shared-schema';
-import type { SqliteCheckpointer } from './db/sqlite-checkpointer';
+import { createReadinessCheck } from './db/readiness';
 import type { GraphQLContext } from './graphql/context';
 import { DocumentCache } from './graphql/document-cache';
 import { createErrorFormatter } from './graphql/format-error';
 import { createLoaders } from './graphql/loaders';
 import { costRefusal, overBudgetAnswer, oversizedAnswer, parseOptionsFor, type QueryLimits, validationRulesFor } from './graphql/query-limits';
-import { AnswerBudget } from './shared/answer-budget';
 import { stringifyResponse } from './graphql/raw-json';
 import { buildAppSchema } from './graphql/schema';
 import { type GuardedConnection, revokedTokenError, SocketGuards } from './graphql/socket-guards';
 import { serveSubscriptions } from './graphql/live';
+import { illFormedTextError, wellFormedTextPlugin } from './graphql/well-formed-text';
 import { answerRefusedBody, CLIENT_GONE, HttpError, readBody } from './http-body';
 import { sendText } from './http-response';
-import { createReadinessCheck } from './db/readiness';
-import { createLogger, type Logger } from './logger';
+import type { Logger } from './logger';
 import { RequestQueue } from './request-queue';
-import { RunService, type RunServiceOptions } from './runs/run.service';
-import { createDatabaseSnippetSource } from './runs/database-snippet-source';
-import { createBuiltinToolRegistry } from './runs/tools/builtin-tools';
-import { RunFeedBus } from './runs/run-feed';
-import { InProcessTraceBus, RedisTraceBus, type TraceBus } from './runs/trace-bus';
-import { seedExamples } from './seed';
-import { createMcpFeature } from './mcp';
-import { createOperations, type Operations } from './operations/operations';
-import Redis from 'ioredis';
-import { PromptChangeDetector, RedisDetectorLease } from './prompt-history/change-detector';
-import { InProcessPromptEventBus, type PromptEventBus, RedisPromptEventBus } from './prompt-history/prompt-event-bus';
-import { createCoreServices, type Services } from './services';
-import { InProcessRevocationBus, RedisRevocationBus, type RevocationBus } from './auth/revocation-bus';
-import { loadOrCreateKeyFile, SecretBox } from './shared/secret-box';
-import { LazyPayload } from './webhooks/webhook-outbox';
+import type { Services } from './services';
+import { AnswerBudget } from './shared/answer-budget';
 
-export interface ServerOptions {
-  logger?: Logger;
-  /** Called for every SQL statement (tests count queries with it). */
-  onQuery?: (sql: string) => void;
-  runs?: Partial<RunServiceOptions>;
-  /** Receives the generated bootstrap administrator token (printed once by main.ts). */
-  onBootstrapToken?: (token: string) => void;
-}
+/** The app's options: createServer passes them to createApp. */
+export type ServerOptions = AppOptions;
 
 export interface RunningServer {
   url: string;
@@ -75,127 +54,45 @@ export function getSchema(): Promise<GraphQLSchema> {
   return (cachedSchema ??= buildAppSchema());
 }
 
+/** Builds the app (app.ts) and serves it. */
 export async function createServer(config: AppConfig, options: ServerOptions = {}): Promise<RunningServer> {
-  const logger = options.logger ?? createLogger(config.logLevel);
-  const { dataSource, dialect, checkpointer } = await createDataSource({
-    database: config.database,
-    schemaMode: config.schemaMode,
-    sqliteBusyTimeoutMs: config.sqliteBusyTimeoutMs,
-    sqliteLockWaitMs: config.sqliteLockWaitMs,
-    onQuery: options.onQuery,
-    sqliteCheckpoints: { logger },
-  });
-  let bus: TraceBus | null = null;
-  let promptEvents: PromptEventBus | null = null;
-  let revocations: RevocationBus | null = null;
-  let leaseClient: Redis | null = null;
-  let detector: PromptChangeDetector | null = null;
-  let operations: Operations | null = null;
-  let services: Services | null = null;
+  return serve(await createApp(config, options));
+}
+
+/** The transport for a built app: stop() is the app's close() with the transport closed in its place. */
+export async function serve(app: App): Promise<RunningServer> {
+  const transport = new Transport(app.logger);
   try {
-    if (config.schemaMode === 'shared') await checkSharedSchema(dataSource);
-    if (config.runMigrations) {
-      const applied = await dataSource.runMigrations({ transaction: 'each' });
-      if (applied.length > 0) logger.info({ migrations: applied.map((m) => m.name) }, 'applied migrations');
-    }
-
-    const secretKey = config.secretKey ?? (config.database.kind === 'sqlite' ? loadOrCreateKeyFile(config.database.dataDirectory) : null);
-    if (!secretKey) throw new Error('SECRET_KEY is required');
-    if (config.redisUrl) {
-      const redisBus = new RedisTraceBus(config.redisUrl, logger);
-      bus = redisBus;
-      await redisBus.ready();
-      const redisPromptEvents = new RedisPromptEventBus(config.redisUrl, databaseKey(config), logger);
-      promptEvents = redisPromptEvents;
-      await redisPromptEvents.ready();
-      const redisRevocations = new RedisRevocationBus(config.redisUrl, databaseKey(config), logger);
-      revocations = redisRevocations;
-      await redisRevocations.ready();
-    } else {
-      bus = new InProcessTraceBus();
-      promptEvents = new InProcessPromptEventBus();
-      revocations = new InProcessRevocationBus();
-    }
-    const secrets = new SecretBox(secretKey);
-    // Cursors are signed with a key of their own from the same secret: valid after a restart and on every instance.
-    const cursors = new PagingCursors(secretKey);
-    const core = createCoreServices(dataSource, dialect, config, secrets, logger, promptEvents, revocations, cursors);
-    if (config.redisUrl) leaseClient = new Redis(config.redisUrl, { maxRetriesPerRequest: 3 });
-    const lease = leaseClient ? new RedisDetectorLease(leaseClient, databaseKey(config), Math.max(10_000, config.promptChangePollMs * 3)) : null;
-    detector = new PromptChangeDetector(dataSource, core.history, core.identifiers, logger, config.promptChangePollMs, lease);
-    operations = createOperations(config, logger, { databaseKey: databaseKey(config) });
-    const toolRegistry = createBuiltinToolRegistry(createDatabaseSnippetSource(core.snippets));
-    const mcp = createMcpFeature(dataSource, core.identifiers, config, secrets, logger, () => toolRegistry.list().map((tool) => tool.name));
-    // Runs publish their steps through the feed, so that lists can follow every run's changes.
-    const runFeed = new RunFeedBus(bus);
-    const runs = new RunService(
-      dataSource,
-      core.configurations,
-      core.models,
-      core.providers,
-      core.snippets,
-      core.skills,
-      core.releases,
-      toolRegistry,
-      runFeed,
-      logger,
-      {
-        watcherQueueSize: 256,
-        cursors,
-        leaseSeconds: config.runLeaseSeconds,
-        providerMaxResponseBytes: config.providerMaxResponseBytes,
-        externalTools: mcp.toolSource,
-        observer: operations.runObserver,
-        onRunEnded: async (manager, loadRun) => {
-          const payload = new LazyPayload(async () => {
-            const run = await loadRun();
-            return run ? { run } : null;
-          });
-          await core.webhookOutbox.enqueue(manager, 'run.finished', payload);
-        },
-        ...options.runs,
-      },
-    );
-    services = { ...core, runs, runReader: runs.reader, runFeed, mcp: mcp.service };
-    operations.metrics.countOpenRunsWith(() => runs.store.countOpen());
-
-    const generated = await core.tokens.bootstrap(config.adminToken);
-    if (generated) options.onBootstrapToken?.(generated);
-    if (config.seedExamples && (await seedExamples(services))) logger.info('seeded the example data set into the empty database');
-    await runs.recoverInterrupted();
-    await runs.expireApprovals();
-    runs.startHousekeeping();
-    detector.start();
-    core.webhookDispatcher.start();
-
-    const background = { promptEvents, revocations, detector, leaseClient, operations, checkpointer };
-    return await listen(config, services, logger, bus, background);
+    return await listen(app, transport);
   } catch (error) {
-    await bus?.close();
-    await detector?.stop();
-    await services?.webhookDispatcher.stop();
-    await promptEvents?.close();
-    await revocations?.close();
-    leaseClient?.disconnect();
-    await operations?.close();
-    await checkpointer?.stop();
-    await dataSource.destroy().catch(() => undefined);
+    await closeAfterFailedStart(() => app.close(() => transport.close()), app.logger);
     throw error;
   }
 }
 
-interface PromptBackground {
-  promptEvents: PromptEventBus;
-  revocations: RevocationBus;
-  detector: PromptChangeDetector;
-  leaseClient: Redis | null;
-  operations: Operations;
-  /** SQLite files: the WAL checkpoint worker, stopped before the database closes. */
-  checkpointer: SqliteCheckpointer | null;
+/** What of the transport is open so far; close() closes it in order. */
+class Transport {
+  apollo: ApolloServer<GraphQLContext> | null = null;
+  wsServer: WebSocketServer | null = null;
+  inFlight = 0;
+  stopWatchingRevocations: (() => void) | null = null;
+
+  constructor(private readonly logger: Logger) {}
+
+  async close(): Promise<void> {
+    await this.apollo?.stop();
+    for (let waited = 0; this.inFlight > 0 && waited < 10_000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
+    this.logger.debug('HTTP closed; closing WebSockets');
+    const wsServer = this.wsServer;
+    if (wsServer) {
+      await new Promise<void>((resolve) => wsServer.close(() => resolve()));
+    }
+    this.stopWatchingRevocations?.();
+  }
 }
 
-async function listen(config: AppConfig, services: Services, logger: Logger, bus: TraceBus, background: PromptBackground): Promise<RunningServer> {
-  const { operations } = background;
+async function listen(app: App, transport: Transport): Promise<RunningServer> {
+  const { config, services, logger, operations } = app;
   const schema = await getSchema();
   const limits: QueryLimits = { maxDepth: config.maxQueryDepth, ...config.queryLimits };
   const validationRules = validationRulesFor(limits);
@@ -228,11 +125,12 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
   const wsValidationRules = [...specifiedRules, ...validationRules, ...(config.introspection ? [] : [NoSchemaIntrospectionCustomRule])];
   const wsDocuments = new DocumentCache(schema, wsValidationRules, parseOptions);
   const wsServer = new WebSocketServer({ server: httpServer, path: '/graphql', maxPayload: config.bodyLimitBytes });
+  transport.wsServer = wsServer;
   const guards = new SocketGuards(
     { perConnection: config.maxSubscriptionsPerConnection, perToken: config.maxSubscriptionsPerToken },
     async (authorization) => (await authenticate(authorization)).caller,
   );
-  const stopWatchingRevocations = services.tokens.onRevoked((tokenUid) => guards.revoked(tokenUid));
+  transport.stopWatchingRevocations = services.tokens.onRevoked((tokenUid) => guards.revoked(tokenUid));
   // Live events are executed and serialised once per group of identical subscriptions and written in turns (see graphql/live).
   const wsCleanup = serveSubscriptions<Record<string, unknown>, { context?: GraphQLContext; guarded?: GuardedConnection }>(
     {
@@ -359,9 +257,9 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
     ],
   });
   await apollo.start();
+  transport.apollo = apollo;
 
   // Requests whose handler is still working, even if their client went away: the database stays open until they finish.
-  let inFlight = 0;
   const queue = new RequestQueue({ limit: config.maxQueuedRequests });
   httpServer.on('request', (request: IncomingMessage, response: ServerResponse) => {
     // A client's request id is echoed only when it is a plain token; anything else gets a fresh one.
@@ -381,14 +279,14 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
       // answer could reach the client, so the request is not executed (a mutation would
       // otherwise take effect without its client ever learning of it).
       if (!response.socket?.writable) {
-        inFlight -= 1;
+        transport.inFlight -= 1;
         request.resume();
         return;
       }
       operations
         .traceRequest(request, response, (trace) => handle(request, response, requestId, trace))
         .finally(() => {
-          inFlight -= 1;
+          transport.inFlight -= 1;
         })
         .catch((error: unknown) => {
           logger.error({ err: error, requestId }, 'request failed');
@@ -399,7 +297,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
     // Probes answer at once, even when the queue is long.
     const probe = request.url === '/healthz' || request.url === '/readyz';
     if (probe || queue.offer(start)) {
-      inFlight += 1;
+      transport.inFlight += 1;
       if (probe) start();
       return;
     }
@@ -496,37 +394,8 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
     port,
     services,
     logger,
-    stop: () =>
-      (stopping ??= (async () => {
-        services.runs.stopHousekeeping();
-        await background.detector.stop();
-        await services.runs.drain(true);
-        // After the runs: their END's deliveries are in the outbox; an attempt cut short is due again at once.
-        await services.webhookDispatcher.stop();
-        logger.debug('runs drained; closing HTTP');
-        await apollo.stop();
-        for (let waited = 0; inFlight > 0 && waited < 10_000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
-        logger.debug('HTTP closed; closing WebSockets');
-        await new Promise<void>((resolve) => wsServer.close(() => resolve()));
-        await bus.close();
-        await background.promptEvents.close();
-        stopWatchingRevocations();
-        await background.revocations.close();
-        background.leaseClient?.disconnect();
-        await services.mcp.close();
-        await operations.close();
-        logger.debug('closing the database');
-        await background.checkpointer?.stop();
-        await services.dataSource.destroy();
-        logger.info('stopped');
-      })()),
+    stop: () => (stopping ??= app.close(() => transport.close()).then(() => logger.info('stopped'))),
   };
-}
-
-/** Names the database for Redis channels and locks: instances on one database share them, others never do. */
-export function databaseKey(config: AppConfig): string {
-  const identity = config.database.kind === 'sqlite' ? config.database.file : config.database.url.replace(/\/\/[^@]*@/, '//');
-  return crypto.createHash('sha256').update(identity).digest('hex').slice(0, 16);
 }
 
 const REQUEST_ID_PATTERN = /^[\w.:-]{1,100}$/;

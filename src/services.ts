@@ -1,5 +1,5 @@
 /**
- * The composition root: builds every service once, with only what it uses.
+ * The core services, built once by the composition root (app.ts), each with only what it uses.
  */
 import type { DataSource } from 'typeorm';
 import { ApiTokenService } from './auth/api-token.service';

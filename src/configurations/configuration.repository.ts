@@ -6,21 +6,12 @@
 import type { DataSource } from 'typeorm';
 import type { Dialect } from '../db/data-source';
 import { afterPosition, atOrBeforePosition, type KeyColumn, type KeyKind, type KeysetSource, positionOf, type SqlCondition } from '../db/keyset';
-import { filteredSelect, flagCondition, searchCondition } from '../db/list-filters';
+import { filteredSelect } from '../db/list-filters';
 import { getShapedArrays, getShapedEntityRows } from '../db/raw-rows';
 import { ModelEntity } from '../providers/model.entity';
 import { ProviderEntity } from '../providers/provider.entity';
-import { tagCondition, type TagMatchMode } from '../snippets/tag-match-sql';
+import { type TaggedListColumns, taggedListConditions, type TaggedListFilter } from '../snippets/tagged-list-filter';
 import { ConfigurationEntity } from './configuration.entity';
-
-export interface ConfigurationListFilter {
-  /** Matched against `snippet_tags` by the tag rules; [] = no tag filter. */
-  tags: readonly string[];
-  tagsMatch: TagMatchMode;
-  isActive: boolean | null;
-  hidden: boolean | null;
-  search: string | null;
-}
 
 /** A listed configuration with the model and provider it names (null when deleted or unset). */
 export interface ListedConfiguration {
@@ -28,6 +19,9 @@ export interface ListedConfiguration {
   model: ModelEntity | null;
   provider: ProviderEntity | null;
 }
+
+/** The columns the list's filter reads. */
+const COLUMNS: TaggedListColumns = { tags: 'c.snippet_tags', isActive: 'c.is_active', hidden: 'c.hidden', search: ['c.identifier', 'c.name', 'c.description'] };
 
 /** The name a cursor of this list carries. */
 export const CONFIGURATION_LIST = 'configurations';
@@ -48,7 +42,7 @@ export class ConfigurationRepository {
   ) {}
 
   /** The non-deleted configurations that pass `filter`, in list order, as a keyset source. */
-  listed(filter: ConfigurationListFilter): KeysetSource<ListedConfiguration> {
+  listed(filter: TaggedListFilter): KeysetSource<ListedConfiguration> {
     const conditions = this.conditions(filter);
     const rows = () => this.dataSource.getRepository(ConfigurationEntity).createQueryBuilder('c').where('c.deleted = 0');
     return {
@@ -85,13 +79,8 @@ export class ConfigurationRepository {
     return this.dataSource.getRepository(ConfigurationEntity).createQueryBuilder('c').where('c.deleted = 0').andWhere('c.uid IN (:...uids)', { uids: [...uids] }).getMany();
   }
 
-  private conditions(filter: ConfigurationListFilter): SqlCondition[] {
-    const conditions: SqlCondition[] = [];
-    const tags = tagCondition(this.dialect, 'c.snippet_tags', filter.tags, filter.tagsMatch, 'tag');
-    if (tags) conditions.push(tags);
-    if (filter.isActive !== null) conditions.push(flagCondition(this.dialect, 'c.is_active', filter.isActive));
-    if (filter.hidden !== null) conditions.push(flagCondition(this.dialect, 'c.hidden', filter.hidden));
-    if (filter.search) conditions.push(searchCondition(['c.identifier', 'c.name', 'c.description'], filter.search, 'search'));
-    return conditions;
+  private conditions(filter: TaggedListFilter): SqlCondition[] {
+    return taggedListConditions(this.dialect, COLUMNS, filter);
   }
+
 }

@@ -13,8 +13,7 @@ import { unixNow } from '../shared/time';
 import { SkillEntity } from '../skills/skill.entity';
 import { parseMetadataForWrite } from '../prompt/snippet-metadata';
 import { parseSelectionTags, validateTagsForWrite } from '../prompt/tags';
-import { checkFilterTags, checkSearch } from '../snippets/snippet.service';
-import type { TaggedListPageRequest } from '../snippets/tag-match-sql';
+import { type TaggedListPageRequest, taggedListFilterOf } from '../snippets/tagged-list-filter';
 import { ConfigurationSkillEntity } from './configuration-skill.entity';
 import { ConfigurationEntity } from './configuration.entity';
 import { CONFIGURATION_KEY_KINDS, CONFIGURATION_LIST, type ConfigurationRepository, type ListedConfiguration } from './configuration.repository';
@@ -57,9 +56,6 @@ export interface ConfigurationWriter {
 
 const ADMIN: ConfigurationWriter = { mayChangeAdminOptions: true };
 
-/** One page of the configuration list as a client asks for it. */
-export type ConfigurationPageRequest = TaggedListPageRequest;
-
 export class ConfigurationService {
   constructor(
     private readonly dataSource: DataSource,
@@ -74,15 +70,9 @@ export class ConfigurationService {
    * order (sorting, then name, then uid), each with its model and provider,
    * after the position `after` names. `tags` match `snippetTags` by the tag rules.
    */
-  async page(request: ConfigurationPageRequest): Promise<KeysetPage<ListedConfiguration>> {
+  async page(request: TaggedListPageRequest): Promise<KeysetPage<ListedConfiguration>> {
     const first = checkFirst(request.first);
-    const source = this.repository.listed({
-      tags: checkFilterTags(request.tags),
-      tagsMatch: request.tagsMatch ?? 'ANY',
-      isActive: request.isActive ?? null,
-      hidden: request.hidden ?? null,
-      search: checkSearch(request.search),
-    });
+    const source = this.repository.listed(taggedListFilterOf(request));
     return this.cursors.readPage(CONFIGURATION_LIST, CONFIGURATION_KEY_KINDS, source, first, request.after);
   }
 

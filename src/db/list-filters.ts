@@ -32,6 +32,15 @@ export function searchCondition(columns: readonly string[], search: string, para
 }
 
 /**
+ * The same search in code, for rows already read: `search` found,
+ * case-insensitively, in any of `texts` (null reads as '').
+ */
+export function textMatchesSearch(texts: readonly (string | null)[], search: string): boolean {
+  const needle = search.toLowerCase();
+  return texts.some((text) => (text ?? '').toLowerCase().includes(needle));
+}
+
+/**
  * A shaped select (raw-rows) over `base` with `conditions` ANDed: its shape is
  * `name` and the conditions' SQL text, its values their parameters.
  */

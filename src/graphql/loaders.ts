@@ -11,7 +11,7 @@ import type { RunProvenance } from '../runs/run-store';
 import type { Services } from '../services';
 import type { SkillEntity } from '../skills/skill.entity';
 import type { PromptSnippetEntity } from '../snippets/snippet.entity';
-import { ActiveSnippetIndex } from '../snippets/snippet.service';
+import { ActiveSnippetIndex } from '../prompt/snippet-index';
 import { type PromptSnippet, toPromptSnippet } from '../snippets/snippet.types';
 
 /** A record's page of versions (see PromptHistoryService.versionsOf). */
@@ -39,7 +39,7 @@ export interface Loaders {
   /** Every release of each configuration, newest first. */
   releasesByConfigurationUid: DataLoader<number, StoredRelease[]>;
   /** Every active snippet, loaded and indexed by tag once per request; tag selection happens in code. */
-  activeSnippets: () => Promise<ActiveSnippetIndex>;
+  activeSnippets: () => Promise<ActiveSnippetIndex<PromptSnippetEntity>>;
   /** The whole prompt library (snippets and configurations), once per request. */
   library: () => Promise<PromptLibrary>;
   /** The API view of a snippet row, built once per request however many configurations select it. */
@@ -70,7 +70,7 @@ class RequestLoaders implements Loaders {
   private provenance?: Loaders['runProvenanceByUid'];
   private releases?: Loaders['releaseById'];
   private configurationReleases?: Loaders['releasesByConfigurationUid'];
-  private active: Promise<ActiveSnippetIndex> | null = null;
+  private active: Promise<ActiveSnippetIndex<PromptSnippetEntity>> | null = null;
   private wholeLibrary: Promise<PromptLibrary> | null = null;
   private views?: WeakMap<PromptSnippetEntity, PromptSnippet>;
   private selections?: WeakMap<readonly PromptSnippetEntity[], PromptSnippet[]>;
@@ -142,7 +142,7 @@ class RequestLoaders implements Loaders {
     }));
   }
 
-  activeSnippets(): Promise<ActiveSnippetIndex> {
+  activeSnippets(): Promise<ActiveSnippetIndex<PromptSnippetEntity>> {
     return (this.active ??= this.services.snippets.allActive().then((rows) => new ActiveSnippetIndex(rows)));
   }
 

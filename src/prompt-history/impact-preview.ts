@@ -18,6 +18,7 @@ import type { ConfigurationEntity } from '../configurations/configuration.entity
 import { appendSnippetBlock, effectiveSystemPrompt, joinSnippetBlocks, type SelectableSnippet } from '../prompt/effective-prompt';
 import type { PromptSnippetEntity } from '../snippets/snippet.entity';
 import { insertInListOrder } from '../prompt/list-order';
+import { isActiveSnippet } from '../prompt/snippet-index';
 import { normalizeTag, parseSelectionTags, parseTags } from '../prompt/tags';
 import type { PromptLibrary } from './prompt-library';
 import { unifiedDiff } from './version-state';
@@ -40,7 +41,7 @@ export function previewSnippetImpact(library: PromptLibrary, stored: PromptSnipp
   // The edited row keeps its place in the list order (sorting, then name): it goes where the stored one is.
   const samePlace = beforeLive && afterLive && before.sorting === after.sorting && before.name === after.name;
   // Nothing the selection reads changes, only the text: only the prompts holding the snippet can change.
-  const textOnly = samePlace && sameTags(beforeTags, afterTags) && before.isActive === after.isActive && before.hidden === after.hidden && before.identifier === after.identifier;
+  const textOnly = samePlace && sameTags(beforeTags, afterTags) && isActiveSnippet(before) === isActiveSnippet(after) && before.hidden === after.hidden && before.identifier === after.identifier;
 
   const changedLists = new Map<string, readonly SelectableSnippet[]>();
   const activeByTagAfter = (tag: string): readonly SelectableSnippet[] => {
@@ -57,7 +58,7 @@ export function previewSnippetImpact(library: PromptLibrary, stored: PromptSnipp
           rows.splice(at < 0 ? rows.length : at, 0, after);
         } else rows.splice(0, rows.length, ...insertInListOrder(rows, after, library.collation));
       }
-      list = rows.filter((row) => row.isActive);
+      list = rows.filter(isActiveSnippet);
       changedLists.set(wanted, list);
     }
     return list;

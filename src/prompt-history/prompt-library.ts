@@ -28,6 +28,7 @@ import { composeWithProvenance, type Composition } from '../prompt/composition';
 import { ConfigurationEntity } from '../configurations/configuration.entity';
 import { effectiveSystemPromptOf, selectedSnippetsOf, type SnippetSelectionSource } from '../prompt/configuration-prompt';
 import { snippetBlock } from '../prompt/effective-prompt';
+import { isActiveSnippet } from '../prompt/snippet-index';
 import { getEntities, selectArrays } from '../db/raw-rows';
 import { liveRowsInListOrder } from '../db/record-rules';
 import { PromptSnippetEntity } from '../snippets/snippet.entity';
@@ -118,7 +119,7 @@ export class PromptLibrary implements SnippetSelectionSource {
     const wanted = normalizeTag(tag);
     if (wanted === '') return [];
     let list = this.activeByTagMap.get(wanted);
-    if (!list) this.activeByTagMap.set(wanted, (list = (this.liveByTagMap.get(wanted) ?? []).filter((row) => row.isActive)));
+    if (!list) this.activeByTagMap.set(wanted, (list = (this.liveByTagMap.get(wanted) ?? []).filter(isActiveSnippet)));
     return list;
   }
 

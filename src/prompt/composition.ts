@@ -6,6 +6,7 @@
  * matched that are not in the prompt, with the reason.
  */
 import { type SelectableSnippet, selectSnippets, snippetBlock } from './effective-prompt';
+import { isActiveSnippet } from './snippet-index';
 
 export type DropReason = 'INACTIVE' | 'HIDDEN' | 'DUPLICATE';
 
@@ -37,7 +38,7 @@ export interface Composition<S> {
  * order (the tag lookup of §3.3 without its `is_active` filter).
  */
 export function composeWithProvenance<S extends ComposableSnippet>(tags: readonly string[], liveByTag: (tag: string) => readonly S[]): Composition<S> {
-  const selected = selectSnippets(tags, (tag) => liveByTag(tag).filter((snippet) => snippet.isActive)) as S[];
+  const selected = selectSnippets(tags, (tag) => liveByTag(tag).filter(isActiveSnippet)) as S[];
   const partOf = new Map<S, CompositionPart<S>>(selected.map((snippet) => [snippet, { snippet, matchedTags: [], text: snippetBlock(snippet) }]));
   const droppedOf = new Map<S, DroppedSnippet<S>>();
   for (const tag of tags) {
@@ -49,7 +50,7 @@ export function composeWithProvenance<S extends ComposableSnippet>(tags: readonl
       }
       let dropped = droppedOf.get(snippet);
       if (!dropped) {
-        const reason: DropReason = !snippet.isActive ? 'INACTIVE' : snippet.hidden ? 'HIDDEN' : 'DUPLICATE';
+        const reason: DropReason = !isActiveSnippet(snippet) ? 'INACTIVE' : snippet.hidden ? 'HIDDEN' : 'DUPLICATE';
         droppedOf.set(snippet, (dropped = { snippet, matchedTags: [], reason }));
       }
       if (!dropped.matchedTags.includes(tag)) dropped.matchedTags.push(tag);

@@ -8,6 +8,16 @@
 import type { SelectableSnippet } from './effective-prompt';
 import { normalizeTag, parseTags } from './tags';
 
+/**
+ * The "active snippet" rule of behaviour.md §3.3: a live snippet composes
+ * when it is active (`is_active`); hidden ones are included (they are only
+ * left out of the snippet tools). Every path that keeps the active snippets
+ * of a list asks this function; the SQL form is SnippetRepository.allActive.
+ */
+export function isActiveSnippet(snippet: { readonly isActive: boolean }): boolean {
+  return snippet.isActive;
+}
+
 /** A snippet row as the index needs it: selectable, with its `tags` column. */
 export interface IndexedSnippet extends SelectableSnippet {
   tags: string;

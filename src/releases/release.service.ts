@@ -21,7 +21,8 @@ import { phpJsonDecode, phpObjectText, type PhpArray } from '../shared/php-json'
 import { unixNow } from '../shared/time';
 import type { SkillEntity } from '../skills/skill.entity';
 import type { PromptSnippetEntity } from '../snippets/snippet.entity';
-import { ActiveSnippetIndex, type SnippetService } from '../snippets/snippet.service';
+import { ActiveSnippetIndex } from '../prompt/snippet-index';
+import type { SnippetService } from '../snippets/snippet.service';
 import { ConfigurationReleaseEntity } from './configuration-release.entity';
 import { checkLabel, sameReleaseContent, type ReleaseContent, type ReleasedRecord } from './release-rules';
 

@@ -1,8 +1,7 @@
-import { ActiveSnippetIndex as PromptSnippetIndex } from '../prompt/snippet-index';
+import { isActiveSnippet } from '../prompt/snippet-index';
 import type { DataSource, EntityManager } from 'typeorm';
-import { getEntities, getPreparedEntities } from '../db/raw-rows';
 import type { IdentifierLock } from '../db/identifier-lock';
-import { assertIdentifierAvailable, checkPage, findLiveOrFail, normalizeIdentifier, optionalText, type Page, requireName, liveRowsInListOrder, newRecordColumns } from '../db/record-rules';
+import { assertIdentifierAvailable, checkPage, findLiveOrFail, normalizeIdentifier, optionalText, type Page, requireName, newRecordColumns } from '../db/record-rules';
 import { checkTextFits, textLimitOf } from '../db/text-limits';
 import type { PromptHistoryService } from '../prompt-history/prompt-history.service';
 import { snippetStateOf } from '../prompt-history/record-states';
@@ -11,9 +10,10 @@ import { BadUserInputError, NotFoundError } from '../shared/errors';
 import { unixNow } from '../shared/time';
 import { parseMetadataForWrite } from '../prompt/snippet-metadata';
 import { PromptSnippetEntity } from './snippet.entity';
+import { snippetMatchesSearch } from './snippet-search';
 import { hasTag, normalizeTag, tagVocabulary, validateTagsForWrite } from '../prompt/tags';
-import { SNIPPET_KEY_KINDS, SNIPPET_LIST, type SnippetListFilter, type SnippetRepository } from './snippet.repository';
-import type { TaggedListPageRequest } from './tag-match-sql';
+import { SNIPPET_KEY_KINDS, SNIPPET_LIST, type SnippetRepository } from './snippet.repository';
+import { checkSearch, type TaggedListPageRequest, taggedListFilterOf } from './tagged-list-filter';
 
 export interface SnippetWrite {
   identifier?: string;
@@ -27,35 +27,10 @@ export interface SnippetWrite {
   sorting?: number;
 }
 
-export interface SnippetFilter extends Page {
+/** The `snippets` list: a tag (active snippets only) or the whole list, with `search`, by offset. */
+export interface SnippetListQuery extends Page {
   tag?: string | null;
   search?: string | null;
-}
-
-/**
- * The longest `search` text. Far more than any name or phrase; the same on
- * both databases (SQLite refuses LIKE patterns beyond 50,000 bytes outright).
- */
-export const MAX_SEARCH_LENGTH = 1000;
-
-/** The most tags one list filter names: each is one condition on every row. */
-export const MAX_FILTER_TAGS = 50;
-
-/** One page of the snippet list as a client asks for it. */
-export type SnippetPageRequest = TaggedListPageRequest;
-
-/** Validates `search` as every list does. */
-export function checkSearch(search: string | null | undefined, field = 'search'): string | null {
-  if (search === undefined || search === null || search === '') return null;
-  if (search.length > MAX_SEARCH_LENGTH) throw new BadUserInputError(`${field} must be at most ${MAX_SEARCH_LENGTH} characters (got ${search.length})`, field);
-  return search;
-}
-
-/** Validates a list filter's tags: at most MAX_FILTER_TAGS. Each is matched by the tag rules; one that normalises to '' matches nothing. */
-export function checkFilterTags(tags: readonly string[] | null | undefined, field = 'tags'): readonly string[] {
-  if (!tags) return [];
-  if (tags.length > MAX_FILTER_TAGS) throw new BadUserInputError(`${field} may name at most ${MAX_FILTER_TAGS} tags (got ${tags.length})`, field);
-  return tags;
 }
 
 export class SnippetService {
@@ -74,16 +49,9 @@ export class SnippetService {
    * (`tagsMatch`). Unlike `snippets(tag:)`, a tag filter does not imply
    * `isActive: true`.
    */
-  async page(request: SnippetPageRequest): Promise<KeysetPage<PromptSnippetEntity>> {
+  async page(request: TaggedListPageRequest): Promise<KeysetPage<PromptSnippetEntity>> {
     const first = checkFirst(request.first);
-    const filter: SnippetListFilter = {
-      tags: checkFilterTags(request.tags),
-      tagsMatch: request.tagsMatch ?? 'ANY',
-      isActive: request.isActive ?? null,
-      hidden: request.hidden ?? null,
-      search: checkSearch(request.search),
-    };
-    return this.cursors.readPage(SNIPPET_LIST, SNIPPET_KEY_KINDS, this.repository.listed(filter), first, request.after);
+    return this.cursors.readPage(SNIPPET_LIST, SNIPPET_KEY_KINDS, this.repository.listed(taggedListFilterOf(request)), first, request.after);
   }
 
   /**
@@ -101,40 +69,26 @@ export class SnippetService {
    * name`, names by the table's collation), as nr_llm's lookup has it.
    */
   async allActive(): Promise<PromptSnippetEntity[]> {
-    return getPreparedEntities(this.dataSource, 'snippets:active', () =>
-      liveRowsInListOrder(this.dataSource, PromptSnippetEntity, 's').andWhere('s.is_active = 1'),
-    );
+    return this.repository.allActive();
   }
 
-  async list(filter: SnippetFilter): Promise<PromptSnippetEntity[]> {
+  async list(filter: SnippetListQuery): Promise<PromptSnippetEntity[]> {
     const { limit, offset } = checkPage(filter);
-    if (filter.search && filter.search.length > MAX_SEARCH_LENGTH) {
-      throw new BadUserInputError(`search must be at most ${MAX_SEARCH_LENGTH} characters (got ${filter.search.length})`, 'search');
-    }
+    const search = checkSearch(filter.search);
     if (filter.tag !== undefined && filter.tag !== null) {
       let rows = await this.activeByTag(filter.tag);
-      if (filter.search) rows = rows.filter((row) => matchesSearch(row, filter.search ?? ''));
+      if (search) rows = rows.filter((row) => snippetMatchesSearch(row, search));
       return rows.slice(offset, offset + limit);
     }
-    const page = () => liveRowsInListOrder(this.dataSource, PromptSnippetEntity, 's').limit(limit).offset(offset);
-    if (!filter.search) return getPreparedEntities(this.dataSource, `snippets:page:${limit}:${offset}`, page);
-    // '!' escapes LIKE wildcards: a backslash would need different quoting in MySQL and SQLite.
-    const pattern = `%${filter.search.toLowerCase().replace(/[!%_]/g, (c) => `!${c}`)}%`;
-    const query = page().andWhere(
-      `(LOWER(s.identifier) LIKE :pattern ESCAPE '!' OR LOWER(s.name) LIKE :pattern ESCAPE '!' OR LOWER(COALESCE(s.description, '')) LIKE :pattern ESCAPE '!' OR LOWER(s.tags) LIKE :pattern ESCAPE '!' OR LOWER(s.snippet) LIKE :pattern ESCAPE '!')`,
-      { pattern },
-    );
-    return getEntities(this.dataSource, query);
+    return this.repository.offsetPage(limit, offset, search);
   }
 
   async findByUid(uid: number): Promise<PromptSnippetEntity | null> {
-    return this.dataSource.getRepository(PromptSnippetEntity).findOne({ where: { uid, deleted: false } });
+    return this.repository.findLive(uid);
   }
 
   async findByIdentifier(identifier: string): Promise<PromptSnippetEntity | null> {
-    return this.dataSource
-      .getRepository(PromptSnippetEntity)
-      .findOne({ where: { identifier: identifier.trim().toLowerCase(), deleted: false }, order: { uid: 'ASC' } });
+    return this.repository.findLiveByIdentifier(identifier.trim().toLowerCase());
   }
 
   /**
@@ -148,27 +102,20 @@ export class SnippetService {
   async findForcedByIdentifiers(identifiers: readonly string[]): Promise<PromptSnippetEntity[]> {
     if (identifiers.length === 0) return [];
     const lowered = [...new Set(identifiers.map((identifier) => identifier.trim().toLowerCase()))];
-    const rows = await this.dataSource
-      .getRepository(PromptSnippetEntity)
-      .createQueryBuilder('s')
-      .where('s.deleted = 0')
-      .andWhere('LOWER(s.identifier) IN (:...lowered)', { lowered })
-      .orderBy('s.uid', 'ASC')
-      .getMany();
+    const rows = await this.repository.findLiveByLoweredIdentifiers(lowered);
     const found: PromptSnippetEntity[] = [];
     for (const identifier of identifiers) {
       const wanted = identifier.trim();
       const row = rows.find((candidate) => candidate.identifier === wanted) ?? rows.find((candidate) => candidate.identifier.toLowerCase() === wanted.toLowerCase());
       if (!row) throw new NotFoundError(`No snippet with identifier "${identifier}"`, 'forcedSnippets');
-      if (row.isActive) found.push(row);
+      if (isActiveSnippet(row)) found.push(row);
     }
     return found;
   }
 
   /** The tag vocabulary of behaviour.md §2: every non-deleted snippet, hidden and inactive included. */
   async vocabulary(): Promise<string[]> {
-    const rows = await this.dataSource.getRepository(PromptSnippetEntity).createQueryBuilder('s').select(['s.uid', 's.tags']).where('s.deleted = 0').orderBy('s.uid', 'ASC').getMany();
-    return tagVocabulary(rows.map((row) => row.tags));
+    return tagVocabulary(await this.repository.liveTags());
   }
 
   /** `author` is the token name behind the write; it is stored with the version. */
@@ -254,18 +201,13 @@ export class SnippetService {
   }
 }
 
-/** The index of one request's active snippet rows (see prompt/snippet-index). */
-export class ActiveSnippetIndex extends PromptSnippetIndex<PromptSnippetEntity> {}
+/** The index of one request's active snippet rows is prompt/snippet-index's; runs still import it from here. */
+export { ActiveSnippetIndex } from '../prompt/snippet-index';
 
 export function filterByTag(rows: readonly PromptSnippetEntity[], tag: string): PromptSnippetEntity[] {
   const wanted = normalizeTag(tag);
   if (wanted === '') return [];
   return rows.filter((row) => hasTag(row.tags, wanted));
-}
-
-function matchesSearch(row: PromptSnippetEntity, search: string): boolean {
-  const needle = search.toLowerCase();
-  return [row.identifier, row.name, row.description ?? '', row.tags, row.snippet].some((text) => text.toLowerCase().includes(needle));
 }
 
 /** Validates every field before touching the row, so a refused write changes nothing. */

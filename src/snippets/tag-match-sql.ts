@@ -57,17 +57,6 @@ export function mysqlTagPattern(tag: string): string | null {
 
 export type TagMatchMode = 'ANY' | 'ALL';
 
-/** One page of a tagged list (snippets, configurations) as a client asks for it (`…Connection`). */
-export interface TaggedListPageRequest {
-  first: number;
-  after?: string | null;
-  tags?: readonly string[] | null;
-  tagsMatch?: TagMatchMode | null;
-  isActive?: boolean | null;
-  hidden?: boolean | null;
-  search?: string | null;
-}
-
 /**
  * The condition that the CSV `column` holds any (or all) of `tags`, or null
  * when `tags` is empty (no filter). A tag that can match nothing makes ALL

@@ -12,9 +12,9 @@ import type { OutboundFetch } from '../shared/outbound-address';
 import type { SecretBox } from '../shared/secret-box';
 import type { WebhookDeliveryEntity } from './webhook.entity';
 import type { WebhookRepository } from './webhook.repository';
-import { deliveryHeaders, isDelivered, nextAttemptDelay, type RetryPolicy } from './webhook-rules';
+import { deliveryHeaders, isDelivered, nextAttemptDelay, type DeliveryRetryPolicy } from './webhook-rules';
 
-export interface WebhookDispatcherOptions extends RetryPolicy {
+export interface WebhookDispatcherOptions extends DeliveryRetryPolicy {
   /** How long one attempt may take before it counts as failed. */
   timeoutMs: number;
   /** How often the outbox is read. */

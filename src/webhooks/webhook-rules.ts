@@ -39,7 +39,7 @@ export function deliveryBody(delivery: { id: string; event: WebhookEvent; occurr
   return JSON.stringify({ event: delivery.event, delivery: delivery.id, occurredAt: new Date(delivery.occurredAt).toISOString(), data: delivery.data });
 }
 
-export interface RetryPolicy {
+export interface DeliveryRetryPolicy {
   /** The wait after the first failed attempt (ms); each later wait is three times the one before. */
   baseDelayMs: number;
   /** Attempts in all; after the last failed one the delivery is `failed`. */
@@ -54,7 +54,7 @@ export const MAX_RETRY_DELAY_MS = 60 * 60 * 1000;
  * left. `random` (0..1) spreads retries by ±10 % so receivers that come back
  * are not hit by every waiting delivery at once.
  */
-export function nextAttemptDelay(attempts: number, policy: RetryPolicy, random: number): number | null {
+export function nextAttemptDelay(attempts: number, policy: DeliveryRetryPolicy, random: number): number | null {
   if (attempts >= policy.maxAttempts) return null;
   const delay = Math.min(MAX_RETRY_DELAY_MS, policy.baseDelayMs * 3 ** Math.max(0, attempts - 1));
   return Math.round(delay * (0.9 + 0.2 * Math.min(1, Math.max(0, random))));
