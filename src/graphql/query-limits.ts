@@ -45,7 +45,7 @@ import {
 } from 'graphql';
 import { type ComplexityEstimator, getComplexity } from 'graphql-query-complexity';
 import { MAX_PAGE_SIZE } from '../db/record-rules';
-import { type AnswerBudget, AnswerTooLargeError, textSize } from '../shared/answer-budget';
+import { type AnswerBudget, AnswerTooLargeError, jsonSizeAtLeast } from '../shared/answer-budget';
 import { maxInputDepthRule } from './well-formed-text';
 
 export interface QueryLimits {
@@ -195,7 +195,7 @@ export function costRefusal(
  * graphql-ws, goes through here before it is written.
  */
 export function overBudgetAnswer(limits: QueryLimits, result: unknown, budget: AnswerBudget | undefined): ExecutionResult | null {
-  if (!budget?.exceeded && textSize(result, limits.maxResponseBytes) <= limits.maxResponseBytes) return null;
+  if (!budget?.exceeded && jsonSizeAtLeast(result, limits.maxResponseBytes) <= limits.maxResponseBytes) return null;
   const error = new AnswerTooLargeError(limits.maxResponseBytes);
   return { data: null, errors: [new GraphQLError(error.message, { extensions: { code: error.code, http: { status: 400 } } })] };
 }

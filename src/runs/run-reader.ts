@@ -8,7 +8,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { checkFirst, type KeysetPage, type PagingCursors } from '../db/keyset';
 import { checkPage, MAX_PAGE_SIZE } from '../db/record-rules';
 import type { LiveSource } from '../graphql/live';
-import { type AnswerBudget, textSize } from '../shared/answer-budget';
+import { type AnswerBudget, jsonSizeAtLeast } from '../shared/answer-budget';
 import { checkLabel } from '../releases/release-rules';
 import { BadUserInputError, NotFoundError, SubscriberLaggedError } from '../shared/errors';
 import type { AgentRunEntity } from './agent-run.entity';
@@ -158,7 +158,7 @@ export class RunReader {
     afterSequence: number,
     limit: number | null = null,
     budget?: AnswerBudget,
-    measure: (step: StoredStep, atMost: number) => number = textSize,
+    measure: (step: StoredStep, atMost: number) => number = jsonSizeAtLeast,
   ): Promise<StoredStep[]> {
     if (limit !== null) checkPage({ limit, offset: 0 });
     if (!budget) return this.store.stepsAfter(runUid, afterSequence, limit);

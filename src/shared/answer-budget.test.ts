@@ -1,19 +1,19 @@
-import { AnswerBudget, AnswerTooLargeError, selectedSize, textSize } from './answer-budget';
+import { AnswerBudget, AnswerTooLargeError, selectedSize, jsonSizeAtLeast } from './answer-budget';
 import { nextReadRows } from '../runs/run-reader';
 
-describe('textSize', () => {
+describe('jsonSizeAtLeast', () => {
   it('is a lower bound of the JSON bytes, and stops counting past atMost', () => {
     const value = { a: 'x'.repeat(100), list: [1, true, null, { b: 'é'.repeat(10) }] };
-    expect(textSize(value)).toBeLessThanOrEqual(Buffer.byteLength(JSON.stringify(value)));
-    expect(textSize(value)).toBeGreaterThan(110);
+    expect(jsonSizeAtLeast(value)).toBeLessThanOrEqual(Buffer.byteLength(JSON.stringify(value)));
+    expect(jsonSizeAtLeast(value)).toBeGreaterThan(110);
     const huge = Array.from({ length: 100_000 }, () => 'y'.repeat(100));
     // The full count would be about 10.3 million.
-    expect(textSize(huge, 1000)).toBeGreaterThan(1000);
-    expect(textSize(huge, 1000)).toBeLessThan(200_000);
+    expect(jsonSizeAtLeast(huge, 1000)).toBeGreaterThan(1000);
+    expect(jsonSizeAtLeast(huge, 1000)).toBeLessThan(200_000);
   });
 
   it('counts a RawJson-like value by its text', () => {
-    expect(textSize({ text: '[1,2,3]', toJSON: () => [1, 2, 3] })).toBe(7);
+    expect(jsonSizeAtLeast({ text: '[1,2,3]', toJSON: () => [1, 2, 3] })).toBe(7);
   });
 
   it('counts only the selected entries of a record', () => {

@@ -7,7 +7,7 @@
  * request's budget, one read at a time (`serially`), and stop as soon as the
  * answer is past its limit: the next read, the next alias, the next page are
  * refused without touching the database. Before it is written, the finished
- * answer is measured once more (`textSize`, stopping at the limit), so no
+ * answer is measured once more (`jsonSizeAtLeast`, stopping at the limit), so no
  * answer is serialised only to be thrown away.
  *
  * Sizes are lower bounds of the JSON bytes: a string counts its length, a
@@ -92,7 +92,7 @@ const SCALAR_BYTES = 1;
  * repeats them. Objects with `toJSON` other than plain data (RawJson) count
  * what they write.
  */
-export function textSize(value: unknown, atMost = Number.POSITIVE_INFINITY): number {
+export function jsonSizeAtLeast(value: unknown, atMost = Number.POSITIVE_INFINITY): number {
   let size = 0;
   const stack: unknown[] = [value];
   while (stack.length > 0 && size <= atMost) {
@@ -122,12 +122,12 @@ export function textSize(value: unknown, atMost = Number.POSITIVE_INFINITY): num
   return size;
 }
 
-/** textSize of the entries of `record` named in `names` (what an answer selects of a stored row). */
+/** jsonSizeAtLeast of the entries of `record` named in `names` (what an answer selects of a stored row). */
 export function selectedSize(record: object, names: ReadonlySet<string>, atMost = Number.POSITIVE_INFINITY): number {
   let size = 2;
   for (const name of names) {
     if (!(name in record)) continue;
-    size += name.length + 4 + textSize((record as Record<string, unknown>)[name], atMost - size);
+    size += name.length + 4 + jsonSizeAtLeast((record as Record<string, unknown>)[name], atMost - size);
     if (size > atMost) break;
   }
   return size;
