@@ -34,11 +34,7 @@ import { sendText } from './http-response';
 import { createReadinessCheck } from './db/readiness';
 import { createLogger, type Logger } from './logger';
 import { RequestQueue } from './request-queue';
-import { RunService, type RunServiceOptions } from './runs/run.service';
-import { createDatabaseSnippetSource } from './runs/database-snippet-source';
-import { createBuiltinToolRegistry } from './runs/tools/builtin-tools';
-import { RunFeedBus } from './runs/run-feed';
-import { InProcessTraceBus, RedisTraceBus, type TraceBus } from './runs/trace-bus';
+import { createRunsFeature, type RunsFeature, type RunServiceOptions } from './runs';
 import { seedExamples } from './seed';
 import { createMcpFeature } from './mcp';
 import { createOperations, type Operations } from './operations/operations';
@@ -48,7 +44,6 @@ import { InProcessPromptEventBus, type PromptEventBus, RedisPromptEventBus } fro
 import { createCoreServices, type Services } from './services';
 import { InProcessRevocationBus, RedisRevocationBus, type RevocationBus } from './auth/revocation-bus';
 import { loadOrCreateKeyFile, SecretBox } from './shared/secret-box';
-import { LazyPayload } from './webhooks/webhook-outbox';
 
 export interface ServerOptions {
   logger?: Logger;
@@ -85,7 +80,7 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
     onQuery: options.onQuery,
     sqliteCheckpoints: { logger },
   });
-  let bus: TraceBus | null = null;
+  let runs: RunsFeature | null = null;
   let promptEvents: PromptEventBus | null = null;
   let revocations: RevocationBus | null = null;
   let leaseClient: Redis | null = null;
@@ -102,9 +97,6 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
     const secretKey = config.secretKey ?? (config.database.kind === 'sqlite' ? loadOrCreateKeyFile(config.database.dataDirectory) : null);
     if (!secretKey) throw new Error('SECRET_KEY is required');
     if (config.redisUrl) {
-      const redisBus = new RedisTraceBus(config.redisUrl, logger);
-      bus = redisBus;
-      await redisBus.ready();
       const redisPromptEvents = new RedisPromptEventBus(config.redisUrl, databaseKey(config), logger);
       promptEvents = redisPromptEvents;
       await redisPromptEvents.ready();
@@ -112,7 +104,6 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
       revocations = redisRevocations;
       await redisRevocations.ready();
     } else {
-      bus = new InProcessTraceBus();
       promptEvents = new InProcessPromptEventBus();
       revocations = new InProcessRevocationBus();
     }
@@ -124,54 +115,22 @@ export async function createServer(config: AppConfig, options: ServerOptions = {
     const lease = leaseClient ? new RedisDetectorLease(leaseClient, databaseKey(config), Math.max(10_000, config.promptChangePollMs * 3)) : null;
     detector = new PromptChangeDetector(dataSource, core.history, core.identifiers, logger, config.promptChangePollMs, lease);
     operations = createOperations(config, logger, { databaseKey: databaseKey(config) });
-    const toolRegistry = createBuiltinToolRegistry(createDatabaseSnippetSource(core.snippets));
-    const mcp = createMcpFeature(dataSource, core.identifiers, config, secrets, logger, () => toolRegistry.list().map((tool) => tool.name));
-    // Runs publish their steps through the feed, so that lists can follow every run's changes.
-    const runFeed = new RunFeedBus(bus);
-    const runs = new RunService(
-      dataSource,
-      core.configurations,
-      core.models,
-      core.providers,
-      core.snippets,
-      core.skills,
-      core.releases,
-      toolRegistry,
-      runFeed,
-      logger,
-      {
-        watcherQueueSize: 256,
-        cursors,
-        leaseSeconds: config.runLeaseSeconds,
-        providerMaxResponseBytes: config.providerMaxResponseBytes,
-        externalTools: mcp.toolSource,
-        observer: operations.runObserver,
-        onRunEnded: async (manager, loadRun) => {
-          const payload = new LazyPayload(async () => {
-            const run = await loadRun();
-            return run ? { run } : null;
-          });
-          await core.webhookOutbox.enqueue(manager, 'run.finished', payload);
-        },
-        ...options.runs,
-      },
-    );
-    services = { ...core, runs, runReader: runs.reader, runFeed, mcp: mcp.service };
-    operations.metrics.countOpenRunsWith(() => runs.store.countOpen());
+    const mcp = createMcpFeature(dataSource, core.identifiers, config, secrets, logger, () => runs?.builtinToolNames() ?? []);
+    runs = await createRunsFeature({ dataSource, services: core, config, cursors, logger, externalTools: mcp.toolSource, observer: operations.runObserver, options: options.runs });
+    services = { ...core, runs: runs.service, runReader: runs.reader, runFeed: runs.feed, mcp: mcp.service };
+    operations.metrics.countOpenRunsWith(runs.countOpen);
 
     const generated = await core.tokens.bootstrap(config.adminToken);
     if (generated) options.onBootstrapToken?.(generated);
     if (config.seedExamples && (await seedExamples(services))) logger.info('seeded the example data set into the empty database');
-    await runs.recoverInterrupted();
-    await runs.expireApprovals();
-    runs.startHousekeeping();
+    await runs.start();
     detector.start();
     core.webhookDispatcher.start();
 
     const background = { promptEvents, revocations, detector, leaseClient, operations, checkpointer };
-    return await listen(config, services, logger, bus, background);
+    return await listen(config, services, logger, runs, background);
   } catch (error) {
-    await bus?.close();
+    await runs?.close();
     await detector?.stop();
     await services?.webhookDispatcher.stop();
     await promptEvents?.close();
@@ -194,7 +153,7 @@ interface PromptBackground {
   checkpointer: SqliteCheckpointer | null;
 }
 
-async function listen(config: AppConfig, services: Services, logger: Logger, bus: TraceBus, background: PromptBackground): Promise<RunningServer> {
+async function listen(config: AppConfig, services: Services, logger: Logger, runs: RunsFeature, background: PromptBackground): Promise<RunningServer> {
   const { operations } = background;
   const schema = await getSchema();
   const limits: QueryLimits = { maxDepth: config.maxQueryDepth, ...config.queryLimits };
@@ -498,9 +457,8 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
     logger,
     stop: () =>
       (stopping ??= (async () => {
-        services.runs.stopHousekeeping();
+        await runs.stop();
         await background.detector.stop();
-        await services.runs.drain(true);
         // After the runs: their END's deliveries are in the outbox; an attempt cut short is due again at once.
         await services.webhookDispatcher.stop();
         logger.debug('runs drained; closing HTTP');
@@ -508,7 +466,7 @@ async function listen(config: AppConfig, services: Services, logger: Logger, bus
         for (let waited = 0; inFlight > 0 && waited < 10_000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
         logger.debug('HTTP closed; closing WebSockets');
         await new Promise<void>((resolve) => wsServer.close(() => resolve()));
-        await bus.close();
+        await runs.close();
         await background.promptEvents.close();
         stopWatchingRevocations();
         await background.revocations.close();

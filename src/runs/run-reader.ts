@@ -13,7 +13,7 @@ import type { AgentRunEntity } from './agent-run.entity';
 import { BoundedQueue } from './bounded-queue';
 import { isOpenRunState } from './engine/run-machine';
 import type { RequestedToolCall, RunDelta } from './engine/run-step';
-import { RUN_KEY_KINDS, RUN_LIST, type RunListFilter, type RunStore } from './run-store';
+import { RUN_KEY_KINDS, RUN_LIST, type RunListFilter, type RunProvenance, type RunStore } from './run-store';
 import type { RunStatus } from './run-status';
 import type { StoredStep, TraceBus } from './trace-bus';
 
@@ -112,6 +112,11 @@ export class RunReader {
     const rows = await this.store.listRuns(limit, offset);
     const ends = await this.store.endStepsOf(rows.map((r) => r.uid));
     return rows.map((row) => this.viewWith(row, ends.get(row.uid) ?? null));
+  }
+
+  /** The provenance of each run that has one, by run uid (runs started by older versions or by TYPO3 have none). */
+  provenanceOf(runUids: readonly number[]): Promise<Map<number, RunProvenance>> {
+    return this.store.provenanceOf(runUids);
   }
 
   /**
