@@ -19,7 +19,7 @@ import {
 } from './agent-loop';
 import type { ContextStep, EndStep, LlmStep, LoopOutcome, RequestStep, RunDelta, RunStep, ToolStep } from './run-step';
 import { SKILL_BLOCK_BEGIN, SKILL_BLOCK_END, type SkillInput } from '../../prompt/skill-block';
-import { createScriptedAdapter, type ScriptedAdapter, type ScriptedReply } from './scripted-adapter';
+import { createScriptedAdapter, type ScriptedAdapter, type ScriptedReply } from '../../../test/support/scripted-adapter';
 import { TOOL_RESULT_TRUNCATION_MARKER } from './tool-result';
 
 // ---------------------------------------------------------------------------
