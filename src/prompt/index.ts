@@ -14,6 +14,7 @@
  * - call-options.ts — a model call's options as nr_llm builds them;
  * - configuration-prompt.ts — a configuration's effective prompt, selected
  *   snippets and call options from the above;
+ * - run-messages.ts — a run's messages, assembled once before its first call;
  * - skill-block.ts — the skill block and its checksum rule;
  * - snippet-metadata.ts — snippet metadata as nr_llm reads and writes it.
  */
@@ -22,6 +23,7 @@ export * from './composition';
 export * from './configuration-prompt';
 export * from './effective-prompt';
 export * from './list-order';
+export * from './run-messages';
 export * from './skill-block';
 export * from './snippet-index';
 export * from './snippet-metadata';

@@ -8,11 +8,12 @@
 import crypto from 'node:crypto';
 import type { Logger } from '../logger';
 import type { AgentRunEntity } from './agent-run.entity';
-import { INTERNAL_ERROR_MESSAGE, RunTakenOver, driveRun, type AgentLoopInput, type StepExtras } from './engine/agent-loop';
-import type { EndStep, RunDelta, RunStep } from './engine/run-step';
+import { driveRun } from './engine/agent-loop';
+import { INTERNAL_ERROR_MESSAGE, RunTakenOver, type AgentLoopInput, type StepExtras } from './engine/loop-contract';
+import type { EndStep, RunDelta, RunStep, TerminationReason } from './engine/run-step';
 import { LeaseClock } from './lease-clock';
 import type { PreparedRun, RunPreparer, StoredRunRequest } from './run-preparer';
-import { LeaseLostError, type RunStore } from './run-store';
+import { asRunStep, asRunSteps, LeaseLostError, type RunStore } from './run-store';
 import { closeRun, type RunEndStatus } from './run-supervisor';
 import type { RunServiceOptions } from './run.service';
 import { preciseNow, type RunObservation } from '../operations/run-observer';
@@ -62,7 +63,7 @@ export class RunDriver {
   }
 
   /** Ends an open run no loop drives, after its last stored step (the one close path, run-supervisor.ts). */
-  close(row: AgentRunEntity, lastSequence: number, status: RunEndStatus, reason: string, error: string | null, onlyIn?: readonly string[]): Promise<boolean> {
+  close(row: AgentRunEntity, lastSequence: number, status: RunEndStatus, reason: TerminationReason, error: string | null, onlyIn?: readonly string[]): Promise<boolean> {
     return closeRun({ store: this.store, bus: this.bus, observer: this.options.observer }, row, lastSequence, status, reason, error, onlyIn);
   }
 
@@ -85,7 +86,7 @@ export class RunDriver {
     const input: AgentLoopInput = {
       ...prepared.loopInput,
       signal: controller.signal,
-      ...(resume ? { resume: { steps: resume.steps as unknown as RunStep[], afterCrash: resume.afterCrash } } : {}),
+      ...(resume ? { resume: { steps: asRunSteps(resume.steps), afterCrash: resume.afterCrash } } : {}),
     };
     const lastSequence = resume ? (resume.steps[resume.steps.length - 1]?.sequence ?? 0) : 0;
     const done = this.execute(row, input, lastSequence, observation).finally(() => {
@@ -108,7 +109,7 @@ export class RunDriver {
       sequence = stored.sequence;
       this.bus.publish(row.uuid, { type: 'step', step: stored });
       // The step as stored: the loop's own, or the small FAILED END that replaced one that could not be stored.
-      observation?.step(stored as unknown as RunStep, handedOverAt);
+      observation?.step(asRunStep(stored), handedOverAt);
     };
     try {
       if (input.resume === undefined) await this.withStoreRetries(row, 'mark the run running', () => this.store.markRunning(row.uid));

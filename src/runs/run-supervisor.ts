@@ -11,7 +11,7 @@ import { ConflictError, NotFoundError } from '../shared/errors';
 import { unixNow } from '../shared/time';
 import type { AgentRunEntity } from './agent-run.entity';
 import { isOpenRunState } from './engine/run-machine';
-import type { EndStep } from './engine/run-step';
+import type { EndStep, TerminationReason } from './engine/run-step';
 import { leaseIsStale } from './lease-clock';
 import type { RunApprovals } from './run-approvals';
 import { className, errorCode, type RunDriver } from './run-driver';
@@ -40,16 +40,15 @@ export async function closeRun(
   row: AgentRunEntity,
   lastSequence: number,
   status: RunEndStatus,
-  reason: string,
+  reason: TerminationReason,
   error: string | null,
   onlyIn?: readonly string[],
 ): Promise<boolean> {
-  const end = {
+  const end: EndStep = {
     kind: 'end',
     round: 0,
     durationMs: 0,
     status,
-    // `interrupted` and `error` end runs outside the loop, so the loop's own reason type does not list them.
     terminationReason: reason,
     iterations: row.iterations,
     truncated: row.truncated,
@@ -61,7 +60,7 @@ export async function closeRun(
     error,
     errorClass: reason === 'interrupted' ? 'Interrupted' : reason === 'cancelled' ? null : 'InternalError',
     dryRun: false,
-  } as unknown as EndStep;
+  };
   const stored = await ctx.store.closeIfOpen(row.uid, lastSequence + 1, end, onlyIn);
   if (stored) ctx.bus.publish(row.uuid, { type: 'step', step: stored });
   if (stored) ctx.observer?.runClosed(status);
@@ -281,7 +280,7 @@ export class RunSupervisor {
   }
 
   /** Closes an open run that no loop executes, after its last stored step. */
-  private async closeOrphan(row: AgentRunEntity, status: 'FAILED' | 'CANCELLED', reason: string, error: string | null): Promise<boolean> {
+  private async closeOrphan(row: AgentRunEntity, status: RunEndStatus, reason: TerminationReason, error: string | null): Promise<boolean> {
     return this.driver.close(row, await this.store.lastSequence(row.uid), status, reason, error);
   }
 

@@ -174,7 +174,13 @@ export class RunService {
 function normalisedRequest(request: StartRunRequest): StartRunRequest {
   const copy: StartRunRequest = { configuration: request.configuration, prompt: request.prompt };
   for (const key of ['tools', 'forcedSnippets', 'forcedSkills', 'systemPrompt', 'maxRounds', 'maxTokens', 'temperature', 'captureRaw', 'dryRun', 'stream', 'approvalRequired', 'approvalTimeoutSeconds', 'maxTotalTokens', 'maxCost', 'label', 'releaseId'] as const) {
-    if (request[key] !== undefined && request[key] !== null) (copy as unknown as Record<string, unknown>)[key] = request[key];
+    copyGiven(copy, request, key);
   }
   return copy;
+}
+
+/** Copies `from[key]` to `to` when it is given (neither undefined nor null). */
+function copyGiven<K extends keyof StartRunRequest>(to: StartRunRequest, from: StartRunRequest, key: K): void {
+  const value = from[key];
+  if (value !== undefined && value !== null) to[key] = value;
 }
