@@ -17,7 +17,7 @@ import type { ProviderService } from '../providers/provider.service';
 import type { ReleaseService } from '../releases/release.service';
 import type { SkillService } from '../skills/skill.service';
 import type { SnippetService } from '../snippets/snippet.service';
-import type { ToolDecisionRequest } from './approval-decision';
+import type { ToolDecisionRequest } from './engine/approval-decision';
 import { RunApprovals } from './run-approvals';
 import { RunDriver } from './run-driver';
 import { RunPreparer, type StartRunRequest, type StoredRunRequest } from './run-preparer';
@@ -27,7 +27,7 @@ import { RunSupervisor } from './run-supervisor';
 import type { ExternalToolSource, ToolInfo, ToolRegistry } from './tools/tool-registry';
 import type { TraceBus } from './trace-bus';
 
-export type { ToolDecisionRequest } from './approval-decision';
+export type { ToolDecisionRequest } from './engine/approval-decision';
 export { UNSTORABLE_RESULT_MESSAGE } from './run-driver';
 export type { StartRunRequest } from './run-preparer';
 export type { RunPageRequest, RunView } from './run-reader';

@@ -32,12 +32,12 @@ import { contextBudget, fitContext, type ContextBudget } from './context-window'
 import { clampMaxRounds, INTERNAL_ERROR_MESSAGE, RunTakenOver, type AgentLoopHooks, type AgentLoopInput, type LoopResult, type StepExtras, type SuspendedRun } from './loop-contract';
 import { elapsedMs, raceAbort, RunCancelled } from './loop-support';
 import type { EndStep, LoopOutcome, RequestStep, RequestedToolCall, RunDelta, RunStep, TerminationReason, ToolStep } from './run-step';
+import { approvalDeadline } from './approval-decision';
 import { invokeProvider, ProviderFailure } from './provider-call';
 import { dispatchToolCall, requestedToolCall } from './tool-dispatch';
 import { boundToolResult } from './tool-result';
 import {
   applyStep,
-  approvalDeadline,
   budgetWouldBeExceeded,
   contextDoesNotFit,
   endStatusOf,

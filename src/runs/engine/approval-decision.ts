@@ -1,12 +1,14 @@
 /**
- * The approval rule, as one pure function: which APPROVAL step a person's
+ * The approval rules, as pure functions: which APPROVAL step a person's
  * decisions make of the tool calls a waiting run holds, or why they make
- * none. The flow around it (loading the run, storing the step, driving the
- * run on) is run-approvals.ts.
+ * none (decideApproval); when a wait ends undecided, and the step that
+ * then refuses every call (approvalDeadline, approvalTimedOut,
+ * approvalTimeoutStep). The flow around them (loading the run, storing the
+ * step, driving the run on) is src/runs/run-approvals.ts.
  */
-import { BadUserInputError, ConflictError } from '../shared/errors';
-import type { RunProgress } from './engine/run-machine';
-import type { ApprovalStep, RequestedToolCall } from './engine/run-step';
+import { BadUserInputError, ConflictError } from '../../shared/errors';
+import type { RunProgress } from './run-machine';
+import type { ApprovalStep, RequestedToolCall } from './run-step';
 
 /** One decision of `resolveToolApproval`. */
 export interface ToolDecisionRequest {
@@ -47,5 +49,30 @@ export function decideApproval(progress: RunProgress, decisions: readonly ToolDe
       const decision = byId.get(call.id)!;
       return { toolCallId: call.id, approved: decision.approve, reason: decision.reason ?? null, decidedBy };
     }),
+  };
+}
+
+/** A waiting run whose approval deadline has passed: nobody decided in time. */
+export function approvalTimedOut(deadlineAt: number | null, now: number): boolean {
+  return deadlineAt !== null && now >= deadlineAt;
+}
+
+/** When a run that starts waiting now stops waiting (unix seconds); null: it waits until someone decides. */
+export function approvalDeadline(now: number, timeoutSeconds: number | null | undefined): number | null {
+  return timeoutSeconds === null || timeoutSeconds === undefined ? null : now + timeoutSeconds;
+}
+
+/**
+ * The APPROVAL step that ends a wait nobody decided in time: every pending
+ * call is refused (`refusal.notApproved`), decided by no one.
+ */
+export function approvalTimeoutStep(pending: readonly RequestedToolCall[], round: number, timeoutSeconds: number | null): ApprovalStep {
+  const reason = timeoutSeconds === null ? 'No decision before the approval timeout.' : `No decision within ${timeoutSeconds} s.`;
+  return {
+    kind: 'approval',
+    round,
+    durationMs: 0,
+    timedOut: true,
+    decisions: pending.map((call) => ({ toolCallId: call.id, approved: false, reason, decidedBy: null })),
   };
 }
