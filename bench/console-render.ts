@@ -23,7 +23,7 @@ import zlib from 'node:zlib';
 import pino from 'pino';
 import { loadConfig } from '../src/config';
 import type { ChatRequest } from '../src/providers/adapters/types';
-import { createScriptedAdapter, type ScriptedAnswer } from '../src/runs/engine/scripted-adapter';
+import { createScriptedAdapter, type ScriptedAnswer } from '../test/support/scripted-adapter';
 import { createServer } from '../src/server';
 import { buildConsole } from '../scripts/build-console';
 import { launchBrowser } from '../scripts/chromium';

@@ -32,7 +32,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { createScriptedAdapter, type ScriptedReply } from '../src/runs/engine/scripted-adapter';
+import { createScriptedAdapter, type ScriptedReply } from '../test/support/scripted-adapter';
 import type { BusListener, StoredStep } from '../src/runs/trace-bus';
 import { round, writeResult } from './bench-support';
 import { BENCH_CALLER, benchDialects, createScratchDatabase, markdownTable, seedRunConfiguration, startRunsServer, stats, traceBusOf, withDeadline, type BenchDialect, type Stats } from './runs-support';

@@ -28,7 +28,7 @@ import { performance } from 'node:perf_hooks';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import type { ChatRequest } from '../src/providers/adapters/types';
-import { createScriptedAdapter, type ScriptedAnswer } from '../src/runs/engine/scripted-adapter';
+import { createScriptedAdapter, type ScriptedAnswer } from '../test/support/scripted-adapter';
 import { round, seededRandom, writeResult } from './bench-support';
 import {
   RUNS_BENCH_TOKEN,

@@ -8,7 +8,7 @@
  * clients as replay). Not meant to be started by hand.
  */
 import 'reflect-metadata';
-import { createScriptedAdapter, type ScriptedAnswer, type ScriptedReply } from '../src/runs/engine/scripted-adapter';
+import { createScriptedAdapter, type ScriptedAnswer, type ScriptedReply } from '../test/support/scripted-adapter';
 import { BENCH_CALLER, RUNS_BENCH_TOKEN, createScratchDatabase, seedRunConfiguration, sleep, startRunsServer, traceBusOf } from './runs-support';
 import { TRACE_FIELDS, epochMs, reply, serveRequests, type RunRecord } from './runs-fanout-protocol';
 

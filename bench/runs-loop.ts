@@ -52,7 +52,7 @@
 import { performance } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
 import mysql from 'mysql2/promise';
-import { createScriptedAdapter, type ScriptedReply } from '../src/runs/engine/scripted-adapter';
+import { createScriptedAdapter, type ScriptedReply } from '../test/support/scripted-adapter';
 import type { BusListener, StoredStep } from '../src/runs/trace-bus';
 import { round, writeResult } from './bench-support';
 import {

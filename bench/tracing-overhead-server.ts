@@ -11,7 +11,7 @@
  * time (user + system) so far; on `{ type: 'stop' }` stops and exits.
  */
 import { performance } from 'node:perf_hooks';
-import { createScriptedAdapter, type ScriptedReply } from '../src/runs/engine/scripted-adapter';
+import { createScriptedAdapter, type ScriptedReply } from '../test/support/scripted-adapter';
 import type { BusListener } from '../src/runs/trace-bus';
 import { BENCH_CALLER, createScratchDatabase, seedRunConfiguration, startRunsServer, traceBusOf, withDeadline } from './runs-support';
 

@@ -18,15 +18,10 @@ import { createMcpFeature, type McpFeature } from './mcp';
 import { createOperations, type Operations } from './operations/operations';
 import { PromptChangeDetector, RedisDetectorLease } from './prompt-history/change-detector';
 import { InProcessPromptEventBus, type PromptEventBus, RedisPromptEventBus } from './prompt-history/prompt-event-bus';
-import { createDatabaseSnippetSource } from './runs/database-snippet-source';
-import { RunFeedBus } from './runs/run-feed';
-import { RunService, type RunServiceOptions } from './runs/run.service';
-import { createBuiltinToolRegistry } from './runs/tools/builtin-tools';
-import { InProcessTraceBus, RedisTraceBus, type TraceBus } from './runs/trace-bus';
+import { createRunsFeature, type RunsFeature, type RunServiceOptions } from './runs';
 import { seedExamples } from './seed';
 import { createCoreServices, type CoreServices, type Services } from './services';
 import { loadOrCreateKeyFile, SecretBox } from './shared/secret-box';
-import { LazyPayload } from './webhooks/webhook-outbox';
 
 export interface AppOptions {
   logger?: Logger;
@@ -54,7 +49,6 @@ export interface App {
 
 /** What is built so far; close() releases whatever of it exists. */
 interface Parts {
-  bus: TraceBus | null;
   promptEvents: PromptEventBus | null;
   revocations: RevocationBus | null;
   leaseClient: Redis | null;
@@ -62,7 +56,7 @@ interface Parts {
   operations: Operations | null;
   core: CoreServices | null;
   mcp: McpFeature | null;
-  runs: RunService | null;
+  runs: RunsFeature | null;
   /** SQLite files: the WAL checkpoint worker, stopped before the database closes. */
   checkpointer: SqliteCheckpointer | null;
 }
@@ -77,21 +71,20 @@ export async function createApp(config: AppConfig, options: AppOptions = {}): Pr
     onQuery: options.onQuery,
     sqliteCheckpoints: { logger },
   });
-  const parts: Parts = { bus: null, promptEvents: null, revocations: null, leaseClient: null, detector: null, operations: null, core: null, mcp: null, runs: null, checkpointer };
+  const parts: Parts = { promptEvents: null, revocations: null, leaseClient: null, detector: null, operations: null, core: null, mcp: null, runs: null, checkpointer };
 
   let closing: Promise<void> | null = null;
   const close = (closeTransport?: () => Promise<void>): Promise<void> =>
     (closing ??= (async () => {
-      parts.runs?.stopHousekeeping();
       await parts.detector?.stop();
-      await parts.runs?.drain(true);
+      await parts.runs?.stop();
       // After the runs: their END's deliveries are in the outbox; an attempt cut short is due again at once.
       await parts.core?.webhookDispatcher.stop();
       if (closeTransport) {
         logger.debug('runs drained; closing the transport');
         await closeTransport();
       }
-      await parts.bus?.close();
+      await parts.runs?.close();
       await parts.promptEvents?.close();
       await parts.revocations?.close();
       parts.leaseClient?.disconnect();
@@ -112,9 +105,6 @@ export async function createApp(config: AppConfig, options: AppOptions = {}): Pr
     const secretKey = config.secretKey ?? (config.database.kind === 'sqlite' ? loadOrCreateKeyFile(config.database.dataDirectory) : null);
     if (!secretKey) throw new Error('SECRET_KEY is required');
     if (config.redisUrl) {
-      const redisBus = new RedisTraceBus(config.redisUrl, logger);
-      parts.bus = redisBus;
-      await redisBus.ready();
       const redisPromptEvents = new RedisPromptEventBus(config.redisUrl, databaseKey(config), logger);
       parts.promptEvents = redisPromptEvents;
       await redisPromptEvents.ready();
@@ -122,11 +112,9 @@ export async function createApp(config: AppConfig, options: AppOptions = {}): Pr
       parts.revocations = redisRevocations;
       await redisRevocations.ready();
     } else {
-      parts.bus = new InProcessTraceBus();
       parts.promptEvents = new InProcessPromptEventBus();
       parts.revocations = new InProcessRevocationBus();
     }
-    const bus = parts.bus;
     const secrets = new SecretBox(secretKey);
     // Cursors are signed with a key of their own from the same secret: valid after a restart and on every instance.
     const cursors = new PagingCursors(secretKey);
@@ -138,49 +126,18 @@ export async function createApp(config: AppConfig, options: AppOptions = {}): Pr
     parts.detector = detector;
     const operations = createOperations(config, logger, { databaseKey: databaseKey(config) });
     parts.operations = operations;
-    const toolRegistry = createBuiltinToolRegistry(createDatabaseSnippetSource(core.snippets));
-    const mcp = createMcpFeature(dataSource, core.identifiers, config, secrets, logger, () => toolRegistry.list().map((tool) => tool.name));
+    // MCP skips tools named like a built-in one; runs offer MCP's tools: each asks the other lazily.
+    const mcp = createMcpFeature(dataSource, core.identifiers, config, secrets, logger, () => parts.runs?.builtinToolNames() ?? []);
     parts.mcp = mcp;
-    // Runs publish their steps through the feed, so that lists can follow every run's changes.
-    const runFeed = new RunFeedBus(bus);
-    const runs = new RunService(
-      dataSource,
-      core.configurations,
-      core.models,
-      core.providers,
-      core.snippets,
-      core.skills,
-      core.releases,
-      toolRegistry,
-      runFeed,
-      logger,
-      {
-        watcherQueueSize: 256,
-        cursors,
-        leaseSeconds: config.runLeaseSeconds,
-        providerMaxResponseBytes: config.providerMaxResponseBytes,
-        externalTools: mcp.toolSource,
-        observer: operations.runObserver,
-        onRunEnded: async (manager, loadRun) => {
-          const payload = new LazyPayload(async () => {
-            const run = await loadRun();
-            return run ? { run } : null;
-          });
-          await core.webhookOutbox.enqueue(manager, 'run.finished', payload);
-        },
-        ...options.runs,
-      },
-    );
+    const runs = await createRunsFeature({ dataSource, services: core, config, cursors, logger, externalTools: mcp.toolSource, observer: operations.runObserver, options: options.runs });
     parts.runs = runs;
-    const services: Services = { ...core, runs, runReader: runs.reader, runFeed, mcp: mcp.service };
-    operations.metrics.countOpenRunsWith(() => runs.store.countOpen());
+    const services: Services = { ...core, runs: runs.service, runReader: runs.reader, runFeed: runs.feed, mcp: mcp.service };
+    operations.metrics.countOpenRunsWith(runs.countOpen);
 
     const generated = await core.tokens.bootstrap(config.adminToken);
     if (generated) options.onBootstrapToken?.(generated);
     if (config.seedExamples && (await seedExamples(services))) logger.info('seeded the example data set into the empty database');
-    await runs.recoverInterrupted();
-    await runs.expireApprovals();
-    runs.startHousekeeping();
+    await runs.start();
     detector.start();
     core.webhookDispatcher.start();
 

@@ -7,7 +7,7 @@ import type { PromptLibrary } from '../prompt-history/prompt-library';
 import type { VersionedKind } from '../prompt-history/version-state';
 import type { ProviderEntity } from '../providers/provider.entity';
 import type { StoredRelease } from '../releases/release.service';
-import type { RunProvenance } from '../runs/run-store';
+import type { RunProvenance } from '../runs';
 import type { Services } from '../services';
 import type { SkillEntity } from '../skills/skill.entity';
 import type { PromptSnippetEntity } from '../snippets/snippet.entity';
@@ -123,7 +123,7 @@ class RequestLoaders implements Loaders {
 
   get runProvenanceByUid(): Loaders['runProvenanceByUid'] {
     return (this.provenance ??= new DataLoader(async (uids) => {
-      const map = await this.services.runs.store.provenanceOf(uids);
+      const map = await this.services.runReader.provenanceOf(uids);
       return uids.map((uid) => map.get(uid) ?? null);
     }));
   }

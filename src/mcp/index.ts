@@ -13,6 +13,8 @@ import { McpToolSource } from './mcp-tool-source';
 import { McpRepository } from './mcp.repository';
 import { McpService } from './mcp.service';
 
+export type { McpService } from './mcp.service';
+
 export interface McpFeature {
   service: McpService;
   toolSource: McpToolSource;

@@ -15,7 +15,7 @@
  */
 import type { ValidateFunction } from 'ajv';
 import type { Logger } from '../logger';
-import { ToolInputError, type ExternalTool, type ExternalToolSource, type ToolInfo } from '../runs/tools/tool-registry';
+import { ToolInputError, type ExternalTool, type ExternalToolSource, type ToolInfo } from '../runs';
 import { resultText } from './call-result';
 import { withoutCredential, type McpClient } from './mcp-client';
 import type { McpServerEntity } from './mcp-server.entity';

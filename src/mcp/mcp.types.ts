@@ -1,7 +1,7 @@
 import { CATALOGUE_ROWS, listRows } from '../graphql/query-limits';
 import { Extensions, Field, InputType, Int, ObjectType } from 'type-graphql';
 import { DateTimeScalar, JSONScalar } from '../graphql/scalars';
-import { ToolInfo } from '../runs/run.types';
+import { ToolInfo } from '../runs';
 import { fromUnix } from '../shared/time';
 import type { McpServerEntity } from './mcp-server.entity';
 import type { McpToolEntity } from './mcp-tool.entity';

@@ -6,7 +6,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { OperationDefinitionNode } from 'graphql';
-import type { RunStep } from '../runs/engine/run-step';
+import type { RunStep } from '../runs';
 import type { ObservedRun, RunObservation, RunObserver } from './run-observer';
 
 /** Node's process metrics (CPU, memory, event-loop lag, GC): one collector per process, shared by every server in it. */

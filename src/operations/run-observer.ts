@@ -5,7 +5,7 @@
  * fails because of it (`combineRunObservers` swallows and logs its errors).
  */
 import type { Logger } from '../logger';
-import type { RunStep } from '../runs/engine/run-step';
+import type { RunStep } from '../runs';
 
 export interface ObservedRun {
   /** The run's public id (its uuid). */

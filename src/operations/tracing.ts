@@ -65,7 +65,7 @@ import type { TraceQueries, TracingConfig } from '../config';
 import type { GraphQLContext } from '../graphql/context';
 import type { Logger } from '../logger';
 import type { ChatMessage } from '../providers/adapters/types';
-import type { LlmStep, RequestStep, RunStep } from '../runs/engine/run-step';
+import type { LlmStep, RequestStep, RunStep } from '../runs';
 import { preciseNow, type ObservedRun, type RunObservation, type RunObserver } from './run-observer';
 
 export interface Tracing extends RunObserver {

@@ -12,7 +12,7 @@ import { BadUserInputError, NotFoundError } from '../shared/errors';
 import { unixNow } from '../shared/time';
 import { parseSelectionTags, parseTags } from '../prompt/tags';
 import type { PromptChangeEvent, PromptEventBus } from './prompt-event-bus';
-import type { WebhookOutbox } from '../webhooks/webhook-outbox';
+import type { WebhookOutbox } from '../webhooks';
 import { PromptVersionEntity } from './prompt-version.entity';
 import { configurationStateOf } from './record-states';
 import {

@@ -22,7 +22,7 @@ import { plainValueOf, type PhpArray } from '../shared/php-json';
 import type { SkillEntity } from '../skills/skill.entity';
 import type { SkillService } from '../skills/skill.service';
 import { ActiveSnippetIndex, type SnippetService } from '../snippets/snippet.service';
-import type { AgentLoopInput } from './engine/agent-loop';
+import type { AgentLoopInput } from './engine/loop-contract';
 import { releaseCallOptions, checkLabel } from '../releases/release-rules';
 import { skillInputOf, type ReleaseService, type StoredRelease } from '../releases/release.service';
 import type { PromptSnippetEntity } from '../snippets/snippet.entity';

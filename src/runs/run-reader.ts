@@ -13,9 +13,10 @@ import { checkLabel } from '../releases/release-rules';
 import { BadUserInputError, NotFoundError, SubscriberLaggedError } from '../shared/errors';
 import type { AgentRunEntity } from './agent-run.entity';
 import { BoundedQueue } from './bounded-queue';
+import { LiveTraceIterator, ReleasingIterator } from './live-trace';
 import { isOpenRunState } from './engine/run-machine';
 import type { RequestedToolCall, RunDelta } from './engine/run-step';
-import { RUN_KEY_KINDS, RUN_LIST, type RunListFilter, type RunStore } from './run-store';
+import { RUN_KEY_KINDS, RUN_LIST, type RunListFilter, type RunProvenance, type RunStore } from './run-store';
 import type { RunStatus } from './run-status';
 import type { StoredStep, TraceBus } from './trace-bus';
 
@@ -114,6 +115,11 @@ export class RunReader {
     const rows = await this.store.listRuns(limit, offset);
     const ends = await this.store.endStepsOf(rows.map((r) => r.uid));
     return rows.map((row) => this.viewWith(row, ends.get(row.uid) ?? null));
+  }
+
+  /** The provenance of each run that has one, by run uid (runs started by older versions or by TYPO3 have none). */
+  provenanceOf(runUids: readonly number[]): Promise<Map<number, RunProvenance>> {
+    return this.store.provenanceOf(runUids);
   }
 
   /**
@@ -372,58 +378,6 @@ export class RunReader {
       unsubscribe();
       queue.close();
     }
-  }
-}
-
-/**
- * A watcher's generator whose return() takes effect at once. An async
- * generator waiting inside its body (here: for the next step) handles return()
- * only after that wait ends, so a client that left while its run was idle kept
- * its bus listener until the next step. Closing the queue ends the wait first.
- * (An object with methods, not closures: a watcher keeps it for as long as it
- * watches, see graphql/live's SocketTarget.)
- */
-class ReleasingIterator<T> implements AsyncIterableIterator<T> {
-  constructor(
-    private readonly generator: AsyncGenerator<T>,
-    private readonly queue: { close(): void },
-  ) {}
-
-  next(): Promise<IteratorResult<T>> {
-    return this.generator.next();
-  }
-
-  return(value?: unknown): Promise<IteratorResult<T>> {
-    this.queue.close();
-    return this.generator.return(value as T);
-  }
-
-  throw(error?: unknown): Promise<IteratorResult<T>> {
-    this.queue.close();
-    return this.generator.throw(error);
-  }
-
-  [Symbol.asyncIterator](): AsyncIterableIterator<T> {
-    return this;
-  }
-}
-
-/**
- * A trace watcher's iterator: its steps, and, as a LiveSource (the fan-out's interface, see graphql/live), its
- * in-order live steps handed to a synchronous deliverer (the subscription fan-out) instead of through next(): the
- * deliverer returns false when it cannot take a step now, which then waits in the watcher's bounded queue as any other.
- */
-class LiveTraceIterator<T> extends ReleasingIterator<T> implements LiveSource<StoredStep, T> {
-  constructor(
-    generator: AsyncGenerator<T>,
-    queue: { close(): void },
-    private readonly live: LiveState,
-  ) {
-    super(generator, queue);
-  }
-
-  deliverLive(deliver: (step: StoredStep) => boolean): void {
-    this.live.deliver = deliver;
   }
 }
 

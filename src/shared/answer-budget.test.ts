@@ -1,5 +1,4 @@
 import { AnswerBudget, AnswerTooLargeError, selectedSize, jsonSizeAtLeast } from './answer-budget';
-import { nextReadRows } from '../runs/run-reader';
 
 describe('jsonSizeAtLeast', () => {
   it('is a lower bound of the JSON bytes, and stops counting past atMost', () => {
@@ -44,13 +43,5 @@ describe('AnswerBudget', () => {
     const fast = budget.serially(async () => void order.push('second'));
     await Promise.all([slow, fast]);
     expect(order).toEqual(['first', 'second']);
-  });
-});
-
-describe('nextReadRows', () => {
-  it('grows to the largest power of two half the rest fits, within the page maximum', () => {
-    expect(nextReadRows(8, 1000, 16 * 1024 * 1024)).toBe(500);
-    expect(nextReadRows(8, 100_000, 6_400_000)).toBe(32);
-    expect(nextReadRows(8, 1_000_000, 1_000_000)).toBe(8);
   });
 });

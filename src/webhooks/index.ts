@@ -13,6 +13,10 @@ import { WebhookOutbox } from './webhook-outbox';
 import { WebhookRepository } from './webhook.repository';
 import { WebhookService } from './webhook.service';
 
+export { LazyPayload, type WebhookOutbox } from './webhook-outbox';
+export type { WebhookDispatcher } from './webhook-dispatcher';
+export type { WebhookService } from './webhook.service';
+
 export interface WebhookFeature {
   service: WebhookService;
   outbox: WebhookOutbox;

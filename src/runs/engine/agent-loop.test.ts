@@ -6,20 +6,12 @@ import { estimateCost, type ModelPrices } from '../../providers/cost';
 import { composeSnippets } from '../../prompt/snippet-text';
 import { createCalculatorTool } from '../tools/calculator';
 import { ToolInputError, createToolRegistry, type ToolRegistration, type ToolRegistry } from '../tools/tool-registry';
-import {
-  INTERNAL_ERROR_MESSAGE,
-  assembleRunMessages,
-  clampMaxRounds,
-  driveRun,
-  runAgentLoop,
-  RunTakenOver,
-  type AgentLoopHooks,
-  type AgentLoopInput,
-  type AgentLoopLogger,
-} from './agent-loop';
+import { driveRun, runAgentLoop } from './agent-loop';
+import { INTERNAL_ERROR_MESSAGE, clampMaxRounds, RunTakenOver, type AgentLoopHooks, type AgentLoopInput, type AgentLoopLogger } from './loop-contract';
+import { assembleRunMessages } from '../../prompt/run-messages';
 import type { ContextStep, EndStep, LlmStep, LoopOutcome, RequestStep, RunDelta, RunStep, ToolStep } from './run-step';
 import { SKILL_BLOCK_BEGIN, SKILL_BLOCK_END, type SkillInput } from '../../prompt/skill-block';
-import { createScriptedAdapter, type ScriptedAdapter, type ScriptedReply } from './scripted-adapter';
+import { createScriptedAdapter, type ScriptedAdapter, type ScriptedReply } from '../../../test/support/scripted-adapter';
 import { TOOL_RESULT_TRUNCATION_MARKER } from './tool-result';
 
 // ---------------------------------------------------------------------------

@@ -15,39 +15,29 @@
  * The loop knows no database and no GraphQL: the caller resolves the
  * configuration, the model and the skills, composes the effective system
  * prompt (behaviour.md §4) and passes plain values.
+ *
+ * This file is the driver; its contract (input, hooks, results) is
+ * loop-contract.ts, tool calls are tool-dispatch.ts, the message assembly is
+ * src/prompt/run-messages.ts, and what to do next is run-machine.ts.
  */
 
 import { performance } from 'node:perf_hooks';
-import type {
-  CallOptions,
-  ChatAdapter,
-  ChatMessage,
-  ChatRequest,
-  ChatResult,
-  ToolCall,
-  ToolDefinition,
-} from '../../providers/adapters/types';
+import type { CallOptions, ChatMessage, ChatRequest, ChatResult, ToolDefinition } from '../../providers/adapters/types';
 import { uniqueToolCallIds } from '../../providers/adapters/tool-calls';
-import { estimateCost, type ModelPrices } from '../../providers/cost';
-import { composeSnippets } from '../../prompt/snippet-text';
+import { estimateCost } from '../../providers/cost';
+import { assembleRunMessages, assemblyWarnings } from '../../prompt/run-messages';
 import { plainJsonText } from '../../shared/php-json';
-import { ToolInputError, toToolDefinition, type ToolRegistration, type ToolRegistry } from '../tools/tool-registry';
+import { toToolDefinition, type ToolRegistration } from '../tools/tool-registry';
 import { contextBudget, fitContext, type ContextBudget } from './context-window';
-import type {
-  EndStep,
-  LoopOutcome,
-  RequestStep,
-  RequestedToolCall,
-  RunDelta,
-  RunStep,
-  TerminationReason,
-  ToolStep,
-} from './run-step';
-import { SKILL_BLOCK_MAX_BYTES, buildSkillBlock, injectSkillBlock, type SkillBlock, type SkillInput } from '../../prompt/skill-block';
+import { clampMaxRounds, INTERNAL_ERROR_MESSAGE, RunTakenOver, type AgentLoopHooks, type AgentLoopInput, type LoopResult, type StepExtras, type SuspendedRun } from './loop-contract';
+import { elapsedMs, raceAbort, RunCancelled } from './loop-support';
+import type { EndStep, LoopOutcome, RequestStep, RequestedToolCall, RunDelta, RunStep, TerminationReason, ToolStep } from './run-step';
+import { approvalDeadline } from './approval-decision';
+import { invokeProvider, ProviderFailure } from './provider-call';
+import { dispatchToolCall, requestedToolCall } from './tool-dispatch';
 import { boundToolResult } from './tool-result';
 import {
   applyStep,
-  approvalDeadline,
   budgetWouldBeExceeded,
   contextDoesNotFit,
   endStatusOf,
@@ -55,261 +45,13 @@ import {
   isStoredAgain,
   nextAction,
   rebuildProgress,
-  refusal,
   takeInFlightCall,
-  transcriptToolCall,
-  type RunBudget,
   type RunProgress,
   type RunRules,
   type StepDetails,
 } from './run-machine';
 import { suspendedStateOf } from './suspended-state';
 import { sanitizeUsage } from './usage-limits';
-
-export const DEFAULT_MAX_ROUNDS = 5;
-export const MIN_MAX_ROUNDS = 1;
-export const MAX_MAX_ROUNDS = 20;
-
-/** The error text of a run that failed inside the service; the details go to the log only. */
-export const INTERNAL_ERROR_MESSAGE = 'The run stopped because of an internal error.';
-
-/** What the loop needs to know about the model row (`tx_nrllm_model` plus its extra prices). */
-export interface AgentLoopModel {
-  /** `context_length`; 0 = unknown (the window is then 8192). */
-  contextLength: number;
-  /** `max_output_tokens`; 0 = unknown. */
-  maxOutputTokens: number;
-  /** Prices for `estimateCost`; null = unpriced (costs are then null). */
-  prices: ModelPrices | null;
-}
-
-/** A snippet forced onto a run: sent as its own leading system message. */
-export interface ForcedSnippet {
-  identifier: string;
-  name: string;
-  snippet: string;
-}
-
-/** The tools side of a run. */
-export interface AgentLoopTools {
-  registry: ToolRegistry;
-  /**
-   * Absent: the tools enabled by default; `[]`: no tools; a list: those tools.
-   * Unknown names are the caller's input error to report before the run
-   * (`registry.unknownNames`); the loop ignores them.
-   */
-  allowList?: readonly string[] | null;
-}
-
-export interface AgentLoopInput {
-  adapter: ChatAdapter;
-  model: AgentLoopModel;
-  /**
-   * The call options of behaviour.md §5 (model, temperature, top_p,
-   * penalties, max_tokens, timeout, pass-through options). A `system_prompt`
-   * or `captureRaw` key here is ignored: the system prompt travels as message
-   * 0 and raw capture is `captureRaw` below.
-   */
-  callOptions: CallOptions;
-  /**
-   * The `max_tokens` the run itself asked for (startRun's `maxTokens`), not
-   * the configuration's: the response reserve of the context budget, before
-   * the model's maximum output (behaviour.md §7, as nr_llm's loop reserves).
-   */
-  runMaxTokens?: number | null;
-  /**
-   * The effective system prompt, already composed by the caller: the
-   * override if non-empty, else the configuration's prompt, with the snippet
-   * block appended (behaviour.md §4). `""` sends no system message.
-   */
-  systemPrompt: string;
-  /** Forced snippets, in the order given. */
-  forcedSnippets?: readonly ForcedSnippet[];
-  /** The configuration's skills, in relation order (`sorting`). */
-  configurationSkills?: readonly SkillInput[];
-  /** Skills forced onto this run, after the configuration's. */
-  forcedSkills?: readonly SkillInput[];
-  /** The user prompt: the first (and only) user message. */
-  prompt: string;
-  tools: AgentLoopTools;
-  /** Default 5; truncated to an integer and clamped to 1..20. */
-  maxRounds?: number | null;
-  /** Keep the provider's decoded body on `llm` steps. Only an administrator may ask for it. */
-  captureRaw?: boolean;
-  /** Assemble and record the messages, call nothing. */
-  dryRun?: boolean;
-  /** Cancels the run: it stops at once with status CANCELLED. */
-  signal?: AbortSignal;
-  /** Call `adapter.stream` and forward deltas to `hooks.onDelta`, instead of `adapter.chat`. */
-  stream?: boolean;
-  /** Tools that need a person's approval in this run, besides those that declare it themselves. */
-  approvalRequired?: readonly string[];
-  /** Token and cost limits checked before every model call. */
-  budget?: Partial<RunBudget>;
-  /**
-   * Seconds a run waits for a person's decision before its pending calls are
-   * refused as not approved; null or absent: it waits until someone decides.
-   * The loop stores the deadline on the APPROVAL step; the service enforces it.
-   */
-  approvalTimeoutSeconds?: number | null;
-  /**
-   * Go on from these stored steps instead of starting afresh: after a person
-   * decided the pending calls, or after taking the run over from an
-   * instance that died (`afterCrash`).
-   */
-  resume?: { steps: readonly RunStep[]; afterCrash: boolean };
-}
-
-/** A run that stopped to wait for a person: its APPROVAL step is recorded, no END. */
-export interface SuspendedRun {
-  status: 'WAITING_FOR_APPROVAL';
-  pendingToolCalls: RequestedToolCall[];
-}
-
-/**
- * A run this process stopped driving because another instance took it over
- * (its lease went stale and was claimed): nothing more is recorded here, no
- * END either; the new owner goes on from the stored steps.
- */
-export interface TakenOverRun {
-  status: 'TAKEN_OVER';
-}
-
-export type LoopResult = LoopOutcome | SuspendedRun | TakenOverRun;
-
-/**
- * What `recordStep` throws when this process no longer owns the run: the
- * step was not stored, and the loop stops at once without an END.
- */
-export class RunTakenOver extends Error {
-  constructor() {
-    super('Another instance took the run over; this one stops driving it.');
-    this.name = 'RunTakenOver';
-  }
-}
-
-/** The part of a pino logger the loop uses. */
-export interface AgentLoopLogger {
-  warn(details: object, message: string): void;
-  error(details: object, message: string): void;
-}
-
-/** What is stored beside a step, outside the trace. */
-export interface StepExtras {
-  /**
-   * With the APPROVAL step that makes the run wait: the run's state as
-   * nr_llm keeps it in `tx_nrllm_agentrun.suspended_state` (JSON), so TYPO3's
-   * approvals inbox can show the pending calls.
-   */
-  suspendedState?: string;
-}
-
-export interface AgentLoopHooks {
-  /**
-   * Persist, then publish. Awaited before the loop goes on; a failure ends
-   * the run with reason `error`, except `RunTakenOver`, which stops it at
-   * once without an END (another instance drives it now).
-   */
-  recordStep(step: RunStep, extras?: StepExtras): Promise<void>;
-  /**
-   * Whether the next tool call of a turn may start while the previous call's
-   * TOOL step is still being written (see `AgentLoopRun.executeToolCall`):
-   * true only while this process knows its hold on the run to be safe from
-   * a takeover (its lease renewed recently enough), so that no other
-   * instance can be driving the run when the call goes out. Absent or
-   * false: every step is stored before the next action starts.
-   */
-  mayOverlapToolCall?(): boolean;
-  /** Streamed output while a call streams (`input.stream`); exceptions thrown here are logged and ignored. */
-  onDelta?(delta: RunDelta): void;
-  logger: AgentLoopLogger;
-}
-
-/** Default 5; otherwise truncated to an integer and clamped to 1..20. */
-export function clampMaxRounds(value: number | null | undefined): number {
-  if (value === null || value === undefined || !Number.isFinite(value)) {
-    return DEFAULT_MAX_ROUNDS;
-  }
-  return Math.min(MAX_MAX_ROUNDS, Math.max(MIN_MAX_ROUNDS, Math.trunc(value)));
-}
-
-export interface AssembledRun {
-  /** The messages of the first request, before any context fitting. */
-  messages: ChatMessage[];
-  skills: SkillBlock;
-  /** A non-empty skill block found no user message (never the case for a run, which always has its prompt). */
-  skillBlockWithoutUserMessage: boolean;
-}
-
-export type AssemblyInput = Pick<
-  AgentLoopInput,
-  'systemPrompt' | 'forcedSnippets' | 'configurationSkills' | 'forcedSkills' | 'prompt'
->;
-
-/**
- * The one-time assembly of behaviour.md §8:
- * 1. the skill block goes into the first user message (§6);
- * 2. the effective system prompt becomes message 0 if non-empty;
- * 3. each forced snippet, composed on its own with its name as label, becomes
- *    one more leading system message in the order given — unless the system
- *    prompt already contains that exact block (it was selected by tag). As in
- *    nr_llm's `ToolLoopService::assemble`, nothing else is de-duplicated: a
- *    snippet forced twice is sent twice.
- */
-export function assembleRunMessages(input: AssemblyInput): AssembledRun {
-  const skills = buildSkillBlock(input.configurationSkills ?? [], input.forcedSkills ?? []);
-  const injection = injectSkillBlock([{ role: 'user', content: input.prompt }], skills.block);
-
-  const leading: ChatMessage[] = [];
-  if (input.systemPrompt !== '') {
-    leading.push({ role: 'system', content: input.systemPrompt });
-  }
-  for (const snippet of input.forcedSnippets ?? []) {
-    const block = composeSnippets([{ label: snippet.name, snippet: snippet.snippet }]);
-    if (block === '' || (input.systemPrompt !== '' && input.systemPrompt.includes(block))) {
-      continue;
-    }
-    leading.push({ role: 'system', content: block });
-  }
-
-  return {
-    messages: [...leading, ...injection.messages],
-    skills,
-    skillBlockWithoutUserMessage: injection.noUserMessage,
-  };
-}
-
-/** The signal fired: stop at once. */
-class RunCancelled extends Error {
-  constructor() {
-    super('The run was cancelled.');
-    this.name = 'RunCancelled';
-  }
-}
-
-/** Over budget even after dropping turns: the model is not called. */
-class ContextTruncated extends Error {
-  constructor() {
-    super('The transcript does not fit the context window.');
-    this.name = 'ContextTruncated';
-  }
-}
-
-/** A provider call failed; `cause` is the adapter's error. */
-class ProviderFailure extends Error {
-  constructor(readonly failure: unknown) {
-    super('The provider call failed.');
-    this.name = 'ProviderFailure';
-  }
-}
-
-/** A stream that ended without its `done` event. */
-export class ProviderStreamError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ProviderStreamError';
-  }
-}
 
 function className(error: unknown): string {
   if (error instanceof Error) {
@@ -322,11 +64,6 @@ function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** Milliseconds since `start` on the monotonic clock, two decimals. */
-function elapsedMs(start: number): number {
-  return Math.round((performance.now() - start) * 100) / 100;
-}
-
 /**
  * A list of its own for a step or a request: the transcript grows after it,
  * the list must not. The messages themselves are shared, as values: nothing
@@ -334,69 +71,6 @@ function elapsedMs(start: number): number {
  */
 function snapshot(messages: readonly ChatMessage[]): ChatMessage[] {
   return messages.slice();
-}
-
-/**
- * Rejects with `RunCancelled` as soon as the signal fires, even if `promise`
- * never settles (a tool or adapter that ignores the signal). A late rejection
- * of `promise` is absorbed.
- */
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    if (signal.aborted) {
-      promise.catch(() => undefined);
-      reject(new RunCancelled());
-      return;
-    }
-    const onAbort = (): void => reject(new RunCancelled());
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
-}
-
-type ParsedArguments = { ok: true; value: unknown } | { ok: false; raw: string };
-
-/** A call's arguments: empty means `{}`; text that is not JSON is kept raw. */
-function parseToolArguments(raw: string): ParsedArguments {
-  if (raw.trim() === '') {
-    return { ok: true, value: {} };
-  }
-  try {
-    return { ok: true, value: JSON.parse(raw) as unknown };
-  } catch {
-    return { ok: false, raw };
-  }
-}
-
-function requestedToolCall(call: ToolCall): RequestedToolCall {
-  const text = call.function.arguments;
-  const parsed = parseToolArguments(text);
-  const requested: RequestedToolCall = { id: call.id, name: call.function.name, arguments: parsed.ok ? parsed.value : parsed.raw };
-  // Stored only when needed, so a run rebuilt from its steps sends the model exactly what it sent before.
-  const reencoded = parsed.ok ? (text.trim() === '' ? '{}' : JSON.stringify(parsed.value)) : parsed.raw;
-  if (parsed.ok && reencoded !== text && text.trim() !== '') requested.rawArguments = text;
-  // A JSON string would be read back as raw text: keep what was sent.
-  if (parsed.ok && typeof parsed.value === 'string') requested.rawArguments = text;
-  if (call.providerReplay !== undefined) requested.providerReplay = call.providerReplay;
-  if (call.wireId !== undefined) requested.wireId = call.wireId;
-  return requested;
-}
-
-/** The budget's next-call check stopped the run before the model was called. */
-class BudgetExhausted extends Error {
-  constructor() {
-    super('The next call would go beyond the run\'s budget.');
-    this.name = 'BudgetExhausted';
-  }
 }
 
 /**
@@ -492,7 +166,7 @@ class AgentLoopRun {
 
     if (this.progress.transcript === null) {
       const assembled = assembleRunMessages(this.input);
-      this.logSkillIssues(assembled);
+      for (const warning of assemblyWarnings(assembled)) this.hooks.logger.warn(warning.fields, warning.message);
       if (this.input.dryRun === true) {
         await this.record({ kind: 'assembled', round: 0, durationMs: 0, messagesSent: snapshot(assembled.messages) });
         return this.outcome('dry_run');
@@ -507,9 +181,11 @@ class AgentLoopRun {
       // Only the next call of the same turn overlaps the previous call's TOOL step write.
       if (action.kind !== 'run_tool') await this.settleToolStepWrite();
       switch (action.kind) {
-        case 'call_model':
-          await this.callModel(action.round, action.withTools ? this.definitions : []);
+        case 'call_model': {
+          const ended = await this.callModel(action.round, action.withTools ? this.definitions : []);
+          if (ended !== null) return ended;
           break;
+        }
         case 'run_tool':
           await this.executeToolCall(action.call, action.refusal, action.afterApproval);
           break;
@@ -541,9 +217,11 @@ class AgentLoopRun {
    * call the model, record `llm`. A call the instance that died had begun
    * is made again: its CONTEXT and REQUEST steps, when the fit gives them
    * again as stored, are folded in without being stored twice, and the LLM
-   * step says the call was sent again.
+   * step says the call was sent again. Resolves with the run's end when the
+   * transcript does not fit or the call would go beyond the budget (the
+   * model is not called), else null.
    */
-  private async callModel(round: number, tools: ToolDefinition[]): Promise<ChatResult> {
+  private async callModel(round: number, tools: ToolDefinition[]): Promise<LoopOutcome | null> {
     this.throwIfCancelled();
     const begun = takeInFlightCall(this.progress);
     const transcript = this.progress.transcript ?? [];
@@ -561,12 +239,12 @@ class AgentLoopRun {
         { round, estimate: context.estimate, budget: context.budget },
         'The transcript does not fit the context window; the model is not called',
       );
-      throw new ContextTruncated();
+      return this.outcome('context_truncated', { truncated: true });
     }
     const prices = this.input.model.prices;
     const costPerPromptToken = prices === null ? null : estimateCost({ promptTokens: 1_000_000, completionTokens: 0, totalTokens: 1_000_000 }, prices);
     if (budgetWouldBeExceeded(this.progress, this.rules.budget, { promptEstimate: fit.sentEstimate, costPerPromptToken: costPerPromptToken === null ? null : costPerPromptToken / 1_000_000 })) {
-      throw new BudgetExhausted();
+      return this.outcome('budget_exhausted');
     }
 
     const requestStep: RequestStep = { kind: 'request', round, durationMs: 0, messagesSent: snapshot(fit.messages), toolsOffered: tools.map((tool) => tool.name) };
@@ -581,7 +259,7 @@ class AgentLoopRun {
     const started = performance.now();
     let result: ChatResult;
     try {
-      result = await raceAbort(this.invokeProvider(request, round), this.signal);
+      result = await raceAbort(invokeProvider(this.input.adapter, this.input.stream === true, request, this.signal, (kind, text) => this.emitDelta({ kind, text, round })), this.signal);
     } catch (error) {
       if (error instanceof RunCancelled || this.signal.aborted) {
         throw new RunCancelled();
@@ -614,38 +292,7 @@ class AgentLoopRun {
       },
       { usage },
     );
-    return result;
-  }
-
-  private async invokeProvider(request: ChatRequest, round: number): Promise<ChatResult> {
-    if (this.input.stream !== true) {
-      return this.input.adapter.chat(request);
-    }
-    const iterator = this.input.adapter.stream(request)[Symbol.asyncIterator]();
-    let exhausted = false;
-    try {
-      for (;;) {
-        const next = await raceAbort(iterator.next(), this.signal);
-        if (next.done === true) {
-          exhausted = true;
-          throw new ProviderStreamError('The provider stream ended without a result.');
-        }
-        const event = next.value;
-        if (event.type === 'done') {
-          return event.result;
-        }
-        this.emitDelta({ kind: event.type, text: event.text, round });
-      }
-    } finally {
-      if (!exhausted) {
-        // Let the adapter close its connection; its outcome no longer matters.
-        try {
-          void Promise.resolve(iterator.return?.()).catch(() => undefined);
-        } catch {
-          // A synchronous failure to close changes nothing either.
-        }
-      }
-    }
+    return null;
   }
 
   private emitDelta(delta: RunDelta): void {
@@ -674,60 +321,15 @@ class AgentLoopRun {
   private async executeToolCall(call: RequestedToolCall, refused: string | null, afterApproval: boolean): Promise<void> {
     this.throwIfCancelled();
     if (this.toolStepWrite !== null && this.hooks.mayOverlapToolCall?.() !== true) await this.settleToolStepWrite();
-    const previousWrite = this.toolStepWrite;
-    const name = call.name;
-    const text = transcriptArguments(call);
-    const parsed = parseToolArguments(text);
-    const registry = this.input.tools.registry;
-    const tool = registry.get(name);
-    let result: string;
-    let isError = true;
-    let durationMs = 0;
-    let remoteCall = false;
-
-    if (refused !== null) {
-      result = refused;
-    } else if (afterApproval && (tool === undefined || !this.offeredNames.has(name))) {
-      // Disabled or dropped from the allow-list while the run waited.
-      result = refusal.noLongerPermitted(name);
-    } else if (tool === undefined) {
-      result = `Error: unknown tool "${name}"`;
-    } else if (!this.offeredNames.has(name)) {
-      result = `Error: tool "${name}" not permitted`;
-    } else if (!parsed.ok) {
-      result = `Error: invalid arguments for tool "${name}": arguments are not valid JSON`;
-    } else {
-      const check = registry.validateArguments(name, parsed.value);
-      if (!check.ok) {
-        result = `Error: invalid arguments for tool "${name}": ${check.message}`;
-      } else {
-        // Overlapping a write: a failed write aborts this call as a cancel would.
-        const writeFailed = previousWrite === null ? null : new AbortController();
-        previousWrite?.catch(() => writeFailed?.abort());
-        const signal = writeFailed === null ? this.signal : AbortSignal.any([this.signal, writeFailed.signal]);
-        const started = performance.now();
-        try {
-          const context = { signal, remoteCallsMade: this.progress.remoteCallsMade, countRemoteCall: () => void (remoteCall = true) };
-          const running = (async () => tool.execute(check.args, context))();
-          result = await raceAbort(running, signal);
-          isError = false;
-        } catch (error) {
-          // The write's own error (RunTakenOver, the database) is what stops the run.
-          if (writeFailed?.signal.aborted === true) await this.settleToolStepWrite();
-          if (error instanceof RunCancelled || this.signal.aborted) {
-            throw new RunCancelled();
-          }
-          if (error instanceof ToolInputError) {
-            result = `Error: ${error.message}`;
-          } else {
-            // The exception may carry internals (URLs, SQL, keys): log it, tell the model only that it failed.
-            this.hooks.logger.error({ tool: name, toolCallId: call.id, err: error }, 'A tool failed');
-            result = `Error: tool "${name}" failed.`;
-          }
-        }
-        durationMs = elapsedMs(started);
-      }
-    }
+    const { parsed, result, isError, durationMs, remoteCall } = await dispatchToolCall(call, refused, afterApproval, {
+      registry: this.input.tools.registry,
+      offeredNames: this.offeredNames,
+      signal: this.signal,
+      remoteCallsMade: this.progress.remoteCallsMade,
+      previousWrite: this.toolStepWrite,
+      settlePreviousWrite: () => this.settleToolStepWrite(),
+      logger: this.hooks.logger,
+    });
 
     await this.settleToolStepWrite();
     const step: ToolStep = {
@@ -735,7 +337,7 @@ class AgentLoopRun {
       round: this.progress.round,
       durationMs,
       toolCallId: call.id,
-      toolName: name,
+      toolName: call.name,
       toolArguments: parsed.ok ? parsed.value : parsed.raw,
       toolResult: boundToolResult(result),
       toolIsError: isError,
@@ -777,34 +379,9 @@ class AgentLoopRun {
     }
   }
 
-  private logSkillIssues(assembled: AssembledRun): void {
-    for (const skipped of assembled.skills.skipped) {
-      if (skipped.reason === 'checksum_mismatch') {
-        this.hooks.logger.warn(
-          { skill: skipped.identifier },
-          'Skill skipped: its body no longer matches the reviewed checksum',
-        );
-      } else {
-        this.hooks.logger.warn(
-          { skill: skipped.identifier, maxBytes: SKILL_BLOCK_MAX_BYTES },
-          'Skill dropped: the skill block would exceed its byte cap',
-        );
-      }
-    }
-    if (assembled.skillBlockWithoutUserMessage) {
-      this.hooks.logger.warn({}, 'No user message to carry the skill block; no skill was injected');
-    }
-  }
-
   private outcomeOfError(error: unknown): LoopOutcome {
     if (error instanceof RunCancelled || this.signal.aborted) {
       return this.outcome('cancelled');
-    }
-    if (error instanceof ContextTruncated) {
-      return this.outcome('context_truncated', { truncated: true });
-    }
-    if (error instanceof BudgetExhausted) {
-      return this.outcome('budget_exhausted');
     }
     if (error instanceof ProviderFailure) {
       const failure = error.failure;
@@ -841,11 +418,6 @@ class AgentLoopRun {
       dryRun: this.input.dryRun === true,
     };
   }
-}
-
-/** The arguments text of a stored call, as it went back to the model. */
-function transcriptArguments(call: RequestedToolCall): string {
-  return transcriptToolCall(call).function.arguments;
 }
 
 /**

@@ -1,8 +1,6 @@
+import { approvalDeadline, approvalTimedOut, approvalTimeoutStep } from './approval-decision';
 import {
   TERMINATION_REASONS,
-  approvalDeadline,
-  approvalTimedOut,
-  approvalTimeoutStep,
   budgetWouldBeExceeded,
   takeInFlightCall,
   endStatusOf,

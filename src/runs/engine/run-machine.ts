@@ -20,7 +20,7 @@
 
 import type { ChatMessage, ToolCall, Usage } from '../../providers/adapters/types';
 import { calibrateFromUsage, calibrationAfterFit, firstSendCalibration, type ContextCalibration } from './context-window';
-import type { ApprovalDecision, ApprovalStep, ContextBudgetReport, RequestedToolCall, RunOutcomeStatus, RunStep } from './run-step';
+import type { ApprovalDecision, ContextBudgetReport, RequestedToolCall, RunOutcomeStatus, RunStep } from './run-step';
 
 /** Every state a run can be in (the GraphQL `RunStatus`). */
 export const RUN_STATES = ['QUEUED', 'RUNNING', 'WAITING_FOR_APPROVAL', 'COMPLETED', 'FAILED', 'CANCELLED'] as const;
@@ -383,31 +383,6 @@ export function turnNeedsApproval(turn: OpenTurn, rules: Pick<RunRules, 'needsAp
  */
 export function interruptedToolCall(turn: OpenTurn, call: RequestedToolCall, rules: Pick<RunRules, 'isIdempotent'>, resumedAfterCrash: boolean): boolean {
   return resumedAfterCrash && !rules.isIdempotent(call.name) && !refusedByApproval(turn, call);
-}
-
-/** A waiting run whose approval deadline has passed: nobody decided in time. */
-export function approvalTimedOut(deadlineAt: number | null, now: number): boolean {
-  return deadlineAt !== null && now >= deadlineAt;
-}
-
-/** When a run that starts waiting now stops waiting (unix seconds); null: it waits until someone decides. */
-export function approvalDeadline(now: number, timeoutSeconds: number | null | undefined): number | null {
-  return timeoutSeconds === null || timeoutSeconds === undefined ? null : now + timeoutSeconds;
-}
-
-/**
- * The APPROVAL step that ends a wait nobody decided in time: every pending
- * call is refused (`refusal.notApproved`), decided by no one.
- */
-export function approvalTimeoutStep(pending: readonly RequestedToolCall[], round: number, timeoutSeconds: number | null): ApprovalStep {
-  const reason = timeoutSeconds === null ? 'No decision before the approval timeout.' : `No decision within ${timeoutSeconds} s.`;
-  return {
-    kind: 'approval',
-    round,
-    durationMs: 0,
-    timedOut: true,
-    decisions: pending.map((call) => ({ toolCallId: call.id, approved: false, reason, decidedBy: null })),
-  };
 }
 
 function decisionOf(turn: OpenTurn, call: RequestedToolCall): ApprovalDecision | null {

@@ -1,6 +1,5 @@
 /** Tool registration and the built-in tools. */
 export * from './builtin-tools';
 export * from './calculator';
-export * from './in-memory-snippet-source';
 export * from './snippet-tools';
 export * from './tool-registry';

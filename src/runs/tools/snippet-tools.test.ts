@@ -1,4 +1,4 @@
-import { createInMemorySnippetSource, type SnippetRow } from './in-memory-snippet-source';
+import { createInMemorySnippetSource, type SnippetRow } from '../../../test/support/in-memory-snippet-source';
 import { SEARCH_SNIPPETS_MAX_RESULTS, createGetSnippetTool, createSearchSnippetsTool, type SnippetSource } from './snippet-tools';
 import { ToolInputError } from './tool-registry';
 

@@ -27,7 +27,7 @@ export interface SnippetSearchFilter {
 
 /**
  * Read access the snippet tools need; implemented on the database by the
- * persistence layer (`createInMemorySnippetSource` is the reference for the
+ * persistence layer (`createInMemorySnippetSource` in test/support is the reference for the
  * exact semantics).
  */
 export interface SnippetSource {

@@ -1,5 +1,5 @@
 import { createBuiltinToolRegistry, createBuiltinTools } from './builtin-tools';
-import { createInMemorySnippetSource } from './in-memory-snippet-source';
+import { createInMemorySnippetSource } from '../../../test/support/in-memory-snippet-source';
 import { ToolRegistry, createToolRegistry, toToolDefinition, type ToolRegistration } from './tool-registry';
 
 function tool(name: string, enabledByDefault = true, parameters: Record<string, unknown> = { type: 'object' }): ToolRegistration {

@@ -1,4 +1,4 @@
-import { createScriptedAdapter } from './scripted-adapter';
+import { createScriptedAdapter } from '../support/scripted-adapter';
 
 const request = (content: string) => ({ messages: [{ role: 'user' as const, content }], options: { model: 'scripted' } });
 

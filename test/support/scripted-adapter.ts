@@ -19,7 +19,7 @@ import type {
   ToolCall,
   ToolDefinition,
   Usage,
-} from '../../providers/adapters/types';
+} from '../../src/providers/adapters/types';
 
 export interface ScriptedToolCall {
   /** Default `call_<call number>_<index>`. */

@@ -3,8 +3,8 @@
  * the database implementation must have, and the source the tool tests use.
  */
 
-import { compareByteOrder, hasTag, parseTags } from '../../prompt/tags';
-import type { SnippetDocument, SnippetSearchFilter, SnippetSource } from './snippet-tools';
+import { compareByteOrder, hasTag, parseTags } from '../../src/prompt/tags';
+import type { SnippetDocument, SnippetSearchFilter, SnippetSource } from '../../src/runs/tools/snippet-tools';
 
 /** The columns of a `tx_nrllm_promptsnippet` row the tools read. */
 export interface SnippetRow {
