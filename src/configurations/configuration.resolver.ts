@@ -173,10 +173,11 @@ export class ConfigurationResolver {
   async versions(
     @Root() configuration: LlmConfiguration,
     @Ctx() { loaders }: GraphQLContext,
+    @Info() info: GraphQLResolveInfo,
     @Arg('limit', () => Int, { nullable: true, defaultValue: DEFAULT_VERSION_PAGE }) limit: number | null = DEFAULT_VERSION_PAGE,
     @Arg('before', () => Int, { nullable: true, description: 'Only versions older than this one: the last version of the page before.' }) before: number | null = null,
   ): Promise<ConfigurationVersion[]> {
-    return loaders.viewsOf(await loaders.versionsByUid.configuration.load({ uid: configuration.uid, page: versionPage(limit, before) }), toConfigurationVersion);
+    return loaders.viewsOf(await loaders.versionsFor(info.operation.operation).configuration.load({ uid: configuration.uid, page: versionPage(limit, before) }), toConfigurationVersion);
   }
 
   @Authorized(Role.VIEWER)

@@ -1,4 +1,5 @@
 import DataLoader from 'dataloader';
+import { OperationTypeNode } from 'graphql';
 import type { ConfigurationEntity } from '../configurations/configuration.entity';
 import type { ModelPriceEntity } from '../providers/model-price.entity';
 import type { ModelEntity } from '../providers/model.entity';
@@ -25,8 +26,14 @@ export interface VersionsKey {
  * providers, skills and selected snippets costs a fixed number of queries.
  */
 export interface Loaders {
-  /** The stored versions of each record, newest first, by kind and uid. */
-  versionsByUid: { [K in VersionedKind]: DataLoader<VersionsKey, StoredVersion<K>[]> };
+  /** The stored versions of each record, newest first, by kind and uid: batched, read again by every load (a mutation may have written one since). */
+  versionsByUid: { [K in VersionedKind]: DataLoader<VersionsKey, StoredVersion<K>[], string> };
+  /**
+   * The same, for `operation`: a query writes nothing, so its loads of one
+   * page are read once however many fields (aliases) ask for it, also when
+   * they ask at different moments; a mutation's are read each time.
+   */
+  versionsFor(operation: OperationTypeNode): Loaders['versionsByUid'];
   /** Non-deleted configurations by uid (a run's configuration). */
   configurationByUid: DataLoader<number, ConfigurationEntity | null>;
   modelByUid: DataLoader<number, ModelEntity | null>;
@@ -62,6 +69,7 @@ export function createLoaders(services: Services): Loaders {
 
 class RequestLoaders implements Loaders {
   private versions?: Loaders['versionsByUid'];
+  private queryVersions?: Loaders['versionsByUid'];
   private configurations?: Loaders['configurationByUid'];
   private models?: Loaders['modelByUid'];
   private providers?: Loaders['providerByUid'];
@@ -79,7 +87,12 @@ class RequestLoaders implements Loaders {
   constructor(private readonly services: Services) {}
 
   get versionsByUid(): Loaders['versionsByUid'] {
-    return (this.versions ??= { snippet: this.versionsOf('snippet'), configuration: this.versionsOf('configuration'), skill: this.versionsOf('skill') });
+    return (this.versions ??= { snippet: this.versionsOf('snippet', false), configuration: this.versionsOf('configuration', false), skill: this.versionsOf('skill', false) });
+  }
+
+  versionsFor(operation: OperationTypeNode): Loaders['versionsByUid'] {
+    if (operation !== OperationTypeNode.QUERY) return this.versionsByUid;
+    return (this.queryVersions ??= { snippet: this.versionsOf('snippet', true), configuration: this.versionsOf('configuration', true), skill: this.versionsOf('skill', true) });
   }
 
   get configurationByUid(): Loaders['configurationByUid'] {
@@ -171,9 +184,8 @@ class RequestLoaders implements Loaders {
     return mapped;
   }
 
-  // Batched but not cached: a later mutation of the same document may have written a version.
-  private versionsOf<K extends VersionedKind>(kind: K): DataLoader<VersionsKey, StoredVersion<K>[]> {
-    return new DataLoader<VersionsKey, StoredVersion<K>[]>(
+  private versionsOf<K extends VersionedKind>(kind: K, cache: boolean): DataLoader<VersionsKey, StoredVersion<K>[], string> {
+    return new DataLoader<VersionsKey, StoredVersion<K>[], string>(
       async (keys) => {
         // One read per page shape (every record of a list asks for the same one).
         const byPage = new Map<string, { page: VersionPage; uids: number[] }>();
@@ -187,7 +199,7 @@ class RequestLoaders implements Loaders {
         for (const [shape, group] of byPage) read.set(shape, await this.services.history.versionsOf(kind, group.uids, group.page));
         return keys.map(({ uid, page }) => read.get(`${page.limit}:${page.before}`)?.get(uid) ?? []);
       },
-      { cache: false },
+      { cache, cacheKeyFn: ({ uid, page }) => `${uid}:${page.limit}:${page.before}` },
     );
   }
 }

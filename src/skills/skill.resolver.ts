@@ -1,5 +1,6 @@
+import type { GraphQLResolveInfo } from 'graphql';
 import { CATALOGUE_ROWS, listRows } from '../graphql/query-limits';
-import { Arg, Authorized, Ctx, Extensions, FieldResolver, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { Arg, Authorized, Ctx, Extensions, FieldResolver, Info, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import { DEFAULT_VERSION_PAGE, VERSIONS_DESCRIPTION, versionPage } from '../prompt-history/prompt-history.service';
 import { Role } from '../auth/roles';
 import type { GraphQLContext } from '../graphql/context';
@@ -37,10 +38,11 @@ export class SkillResolver {
   async versions(
     @Root() skill: Skill,
     @Ctx() { loaders }: GraphQLContext,
+    @Info() info: GraphQLResolveInfo,
     @Arg('limit', () => Int, { nullable: true, defaultValue: DEFAULT_VERSION_PAGE }) limit: number | null = DEFAULT_VERSION_PAGE,
     @Arg('before', () => Int, { nullable: true, description: 'Only versions older than this one: the last version of the page before.' }) before: number | null = null,
   ): Promise<SkillVersion[]> {
-    return loaders.viewsOf(await loaders.versionsByUid.skill.load({ uid: skill.uid, page: versionPage(limit, before) }), toSkillVersion);
+    return loaders.viewsOf(await loaders.versionsFor(info.operation.operation).skill.load({ uid: skill.uid, page: versionPage(limit, before) }), toSkillVersion);
   }
 
   @Authorized(Role.VIEWER)

@@ -1,5 +1,6 @@
+import type { GraphQLResolveInfo } from 'graphql';
 import { CATALOGUE_ROWS, listRows } from '../graphql/query-limits';
-import { Arg, Authorized, Ctx, Extensions, FieldResolver, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { Arg, Authorized, Ctx, Extensions, FieldResolver, Info, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import { DEFAULT_VERSION_PAGE, VERSIONS_DESCRIPTION, versionPage } from '../prompt-history/prompt-history.service';
 import { Role } from '../auth/roles';
 import { type ConnectionView, toConnection } from '../graphql/connection';
@@ -87,10 +88,11 @@ export class SnippetResolver {
   async versions(
     @Root() snippet: PromptSnippet,
     @Ctx() { loaders }: GraphQLContext,
+    @Info() info: GraphQLResolveInfo,
     @Arg('limit', () => Int, { nullable: true, defaultValue: DEFAULT_VERSION_PAGE }) limit: number | null = DEFAULT_VERSION_PAGE,
     @Arg('before', () => Int, { nullable: true, description: 'Only versions older than this one: the last version of the page before.' }) before: number | null = null,
   ): Promise<SnippetVersion[]> {
-    return loaders.viewsOf(await loaders.versionsByUid.snippet.load({ uid: snippet.uid, page: versionPage(limit, before) }), toSnippetVersion);
+    return loaders.viewsOf(await loaders.versionsFor(info.operation.operation).snippet.load({ uid: snippet.uid, page: versionPage(limit, before) }), toSnippetVersion);
   }
 
   @Authorized(Role.VIEWER)

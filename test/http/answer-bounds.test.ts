@@ -107,14 +107,21 @@ describe.each(testDialects)('bounded answers (%s)', (dialect) => {
   });
 });
 
+/** The first read of a versions page: the version numbers (then the rows it chose are read). */
+const VERSION_KEYS_READ = /record_uid\W+AS\W+recordUid/i;
+
 describe.each(testDialects)('a record\'s versions are pages (%s)', (dialect) => {
   let t: TestServer;
   let uid: number;
+  let versionReads = 0;
   const VERSIONS = 25;
   const TEXT_CHARS = 20_000;
 
   beforeAll(async () => {
-    t = await startTestServer(dialect, { env: { MAX_RESPONSE_BYTES: String(MAX_RESPONSE_BYTES) } });
+    t = await startTestServer(dialect, {
+      env: { MAX_RESPONSE_BYTES: String(MAX_RESPONSE_BYTES) },
+      server: { onQuery: (sql) => void (VERSION_KEYS_READ.test(sql) ? (versionReads += 1) : 0) },
+    });
     const snippet = await createSnippet(t, { snippet: 'v1'.padEnd(TEXT_CHARS, '.') });
     uid = snippet.uid;
     for (let version = 2; version <= VERSIONS; version += 1) {
@@ -151,7 +158,10 @@ describe.each(testDialects)('a record\'s versions are pages (%s)', (dialect) => 
   it('stops 30 aliases of long versions at MAX_RESPONSE_BYTES', async () => {
     const viewer = await t.tokenFor('VIEWER');
     const query = `query($uid: Int!) { ${Array.from({ length: 30 }, (_, index) => `a${index}: snippet(uid: $uid) { versions { version snippet } }`).join(' ')} }`;
+    const before = versionReads;
     expectStopped(await t.gql(query, { uid }, viewer));
+    // A query writes nothing: the one page thirty aliases ask for is read once, whenever each asks.
+    expect(versionReads - before).toBe(1);
     // One alias's page (20 versions of 20,000 characters) is past the limit too; ten of them fit.
     const fits = await t.gql<{ snippet: { versions: { snippet: string }[] } }>('query($uid: Int!) { snippet(uid: $uid) { versions(limit: 10) { snippet } } }', { uid }, viewer);
     expect(fits.errors).toBeUndefined();
