@@ -24,7 +24,7 @@ import type { Services } from '../src/services';
 export const RUNS_BENCH_TOKEN = 'bench-runs-admin-token-0123456789';
 export const RUNS_BENCH_CONFIGURATION = 'bench_runs';
 /** In-process calls to RunService.start need a caller; the token uid is not looked up there. */
-export const BENCH_CALLER: Caller = { tokenUid: 0, role: Role.ADMIN, name: 'bench' };
+export const BENCH_CALLER: Caller = { tokenUid: 0, role: Role.ADMIN, name: 'bench', beUser: 0, source: '' };
 
 export type BenchDialect = 'sqlite' | 'mysql';
 

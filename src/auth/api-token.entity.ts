@@ -14,6 +14,14 @@ export class ApiTokenEntity {
   @VarcharColumn('role', 16)
   role!: string;
 
+  /** The TYPO3 backend user (be_users.uid) the token acts as; 0 = none. Written on runs, conversations and usage. */
+  @UnsignedIntColumn('be_user')
+  beUser!: number;
+
+  /** The integration the token belongs to; the default `source_extension` of its usage rows. */
+  @VarcharColumn('source', 64)
+  source!: string;
+
   @VarcharColumn('token_hash', 64)
   tokenHash!: string;
 

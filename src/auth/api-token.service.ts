@@ -9,14 +9,38 @@ import { type Caller, parseRole, Role } from './roles';
 
 const CACHE_TTL_MS = 5_000;
 
-export interface CreatedToken {
+/** Who a token acts as: a TYPO3 backend user (0 = none) and the integration it belongs to ('' = none). */
+export interface TokenIdentity {
+  beUser: number;
+  source: string;
+}
+
+export const NO_IDENTITY: TokenIdentity = { beUser: 0, source: '' };
+
+/** nr_llm's `source_extension` is varchar(64). */
+export const SOURCE_MAX_LENGTH = 64;
+const MAX_BE_USER = 4_294_967_295;
+
+/** A token's identity as a client sent it, checked: a be_users uid and a source of printable characters. */
+export function checkTokenIdentity(beUser: number, source: string): TokenIdentity {
+  if (!Number.isSafeInteger(beUser) || beUser < 0 || beUser > MAX_BE_USER) {
+    throw new BadUserInputError(`beUser must be a TYPO3 backend user uid (an integer from 0 to ${MAX_BE_USER}; 0 = none)`, 'beUser');
+  }
+  const trimmed = source.trim();
+  if ([...trimmed].length > SOURCE_MAX_LENGTH) throw new BadUserInputError(`source must be at most ${SOURCE_MAX_LENGTH} characters (it is stored as nr_llm's source_extension)`, 'source');
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(trimmed)) throw new BadUserInputError('source must not contain control characters', 'source');
+  return { beUser, source: trimmed };
+}
+
+export interface CreatedToken extends TokenIdentity {
   uid: number;
   name: string;
   role: Role;
   token: string;
 }
 
-export interface ApiTokenSummary {
+export interface ApiTokenSummary extends TokenIdentity {
   uid: number;
   name: string;
   role: Role;
@@ -61,15 +85,16 @@ export class ApiTokenService {
     if (cached && cached.expires > Date.now()) return cached.caller;
     const row = await this.repository.findOne({ where: { tokenHash: hash, revokedAt: 0 } });
     const role = row ? parseRole(row.role) : null;
-    const caller = row && role ? { tokenUid: row.uid, role, name: row.name } : null;
+    const caller = row && role ? { tokenUid: row.uid, role, name: row.name, beUser: row.beUser, source: row.source } : null;
     this.cache.set(hash, { caller, expires: Date.now() + CACHE_TTL_MS });
     if (this.cache.size > 10_000) this.cache.clear();
     return caller;
   }
 
-  async create(name: string, role: Role): Promise<CreatedToken> {
+  async create(name: string, role: Role, identity: TokenIdentity = NO_IDENTITY): Promise<CreatedToken> {
     const trimmed = name.trim();
     if (trimmed === '' || trimmed.length > 255) throw new BadUserInputError('name must be 1 to 255 characters', 'name');
+    const { beUser, source } = checkTokenIdentity(identity.beUser, identity.source);
     const token = `pw_${crypto.randomBytes(32).toString('base64url')}`;
     const row = await this.repository.save(
       this.repository.create({
@@ -77,13 +102,15 @@ export class ApiTokenService {
         role,
         tokenHash: hashToken(token),
         tokenPrefix: token.slice(0, 10),
+        beUser,
+        source,
         revokedAt: 0,
         lastUsedAt: 0,
         crdate: unixNow(),
       }),
     );
-    this.logger.info({ tokenUid: row.uid, role }, 'api token created');
-    return { uid: row.uid, name: row.name, role, token };
+    this.logger.info({ tokenUid: row.uid, role, beUser, source }, 'api token created');
+    return { uid: row.uid, name: row.name, role, token, beUser, source };
   }
 
   async list(): Promise<ApiTokenSummary[]> {
@@ -93,6 +120,8 @@ export class ApiTokenService {
       name: row.name,
       role: parseRole(row.role) ?? Role.VIEWER,
       prefix: row.tokenPrefix,
+      beUser: row.beUser,
+      source: row.source,
       createdAt: row.crdate,
       lastUsedAt: row.lastUsedAt,
     }));
@@ -118,7 +147,7 @@ export class ApiTokenService {
       const existing = await this.repository.findOne({ where: { tokenHash: hash } });
       if (!existing) {
         await this.repository.save(
-          this.repository.create({ name: 'ADMIN_TOKEN', role: Role.ADMIN, tokenHash: hash, tokenPrefix: adminToken.slice(0, 6), revokedAt: 0, lastUsedAt: 0, crdate: unixNow() }),
+          this.repository.create({ name: 'ADMIN_TOKEN', role: Role.ADMIN, tokenHash: hash, tokenPrefix: adminToken.slice(0, 6), beUser: 0, source: '', revokedAt: 0, lastUsedAt: 0, crdate: unixNow() }),
         );
       }
       return null;

@@ -22,4 +22,8 @@ export interface Caller {
   tokenUid: number;
   role: Role;
   name: string;
+  /** The TYPO3 backend user the token acts as; 0 = none. */
+  beUser: number;
+  /** The integration the token names ('' = none). */
+  source: string;
 }

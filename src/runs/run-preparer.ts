@@ -64,6 +64,10 @@ export interface StartRunRequest {
 export interface StoredRunRequest {
   request: StartRunRequest;
   startedBy: string;
+  /** The starting token's TYPO3 backend user (0 = none; absent in requests stored before tokens had one). */
+  beUser?: number;
+  /** The starting token's integration ('' = none). */
+  source?: string;
   /**
    * Someone asked to cancel the run while it was driven elsewhere: an
    * instance that takes the run up after its driver died ends it CANCELLED

@@ -82,14 +82,14 @@ export class RunStore extends RunQueries {
    * transaction, so no other instance can see the run without an owner and
    * declare it interrupted.
    */
-  async createRun(run: { uuid: string; configurationUid: number; configurationIdentifier: string }, leaseHolder?: string, request?: string, provenance?: RunProvenance): Promise<AgentRunEntity> {
+  async createRun(run: { uuid: string; configurationUid: number; configurationIdentifier: string; beUser?: number }, leaseHolder?: string, request?: string, provenance?: RunProvenance): Promise<AgentRunEntity> {
     const now = unixNow();
     return this.dataSource.transaction(async (manager) => {
       const repository = manager.getRepository(AgentRunEntity);
       const row = await repository.save(repository.create({
         ...run,
+        beUser: run.beUser ?? 0,
         pid: 0,
-        beUser: 0,
         status: 'QUEUED',
         claimedBy: RUN_OWNER_MARK,
         iterations: 0,

@@ -118,13 +118,13 @@ export class RunService {
     this.preparer.checkRequest(request, caller);
     const prepared = await this.preparer.prepare(request, true);
     const release = prepared.release;
-    const stored: StoredRunRequest = { request: { ...normalisedRequest(request), ...(release ? { label: release.label, releaseId: release.id } : {}) }, startedBy: caller.name };
+    const stored: StoredRunRequest = { request: { ...normalisedRequest(request), ...(release ? { label: release.label, releaseId: release.id } : {}) }, startedBy: caller.name, beUser: caller.beUser, source: caller.source };
     const provenance: RunProvenance = release
       ? { releaseId: release.id, label: release.label, snippets: release.snippets }
       : { releaseId: null, label: null, snippets: await this.releases.composedVersions(prepared.composedSnippets) };
     const leaseAt = Date.now();
     const row = await this.store.createRun(
-      { uuid: crypto.randomUUID(), configurationUid: prepared.configuration.uid, configurationIdentifier: prepared.configuration.identifier },
+      { uuid: crypto.randomUUID(), configurationUid: prepared.configuration.uid, configurationIdentifier: prepared.configuration.identifier, beUser: caller.beUser },
       this.driver.instanceId,
       JSON.stringify(stored),
       provenance,

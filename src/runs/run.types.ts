@@ -265,6 +265,7 @@ export class AgentRun {
   @Field(() => DateTimeScalar, { nullable: true }) startedAt!: Date | null;
   @Field(() => DateTimeScalar, { nullable: true }) finishedAt!: Date | null;
   @Field(() => DateTimeScalar) createdAt!: Date;
+  @Field(() => Int, { description: 'The TYPO3 backend user the run is booked to (the starting token\'s beUser; 0 = none).' }) beUser!: number;
   runUid!: number;
   configurationUid!: number;
 }
@@ -291,6 +292,7 @@ export function toAgentRun(view: RunView): AgentRun {
     startedAt: row.startedAt ? fromUnix(row.startedAt) : null,
     finishedAt: row.finishedAt ? fromUnix(row.finishedAt) : null,
     createdAt: fromUnix(row.crdate),
+    beUser: storedInt(Number(row.beUser)),
     runUid: row.uid,
     configurationUid: row.configurationUid,
   };
