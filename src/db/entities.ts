@@ -17,6 +17,9 @@ import { RunRequestEntity } from '../runs/run-request.entity';
 import { RunApprovalDeadlineEntity } from '../runs/run-approval-deadline.entity';
 import { SkillEntity } from '../skills/skill.entity';
 import { PromptSnippetEntity } from '../snippets/snippet.entity';
+import { ServiceUsageEntity } from '../usage/service-usage.entity';
+import { ToolGroupStateEntity, ToolStateEntity } from '../usage/tool-state.entity';
+import { UserBudgetEntity } from '../usage/user-budget.entity';
 import { WebhookDeliveryEntity, WebhookEntity } from '../webhooks/webhook.entity';
 
 /** Tables TYPO3's `nr_llm` defines; with SCHEMA_MODE=shared the service never changes them. */
@@ -31,6 +34,10 @@ export const typo3Entities = [
   AgentRunEventEntity,
   McpServerEntity,
   McpToolEntity,
+  UserBudgetEntity,
+  ServiceUsageEntity,
+  ToolStateEntity,
+  ToolGroupStateEntity,
 ];
 
 /** The service's own tables (`promptwire_*`). */

@@ -6,6 +6,7 @@
  * Reading runs and serving their traces is RunReader's.
  */
 import crypto from 'node:crypto';
+import type { CallLedgerFactory } from './engine/call-ledger';
 import type { Caller } from '../auth/roles';
 import type { ConfigurationService } from '../configurations/configuration.service';
 import type { PagingCursors } from '../db/keyset';
@@ -57,6 +58,8 @@ export interface RunServiceOptions {
   observer?: RunObserver | null;
   /** Writes what a finished run raises (webhook deliveries) in the transaction of its END. */
   onRunEnded?: RunEndedHook;
+  /** Checks every provider call against the usage budgets and books it (src/usage); absent: nothing is metered. */
+  callLedger?: CallLedgerFactory;
   /** Writes and reads the cursors of runsConnection. */
   cursors: PagingCursors;
 }
@@ -116,7 +119,7 @@ export class RunService {
     // Which release a run sends is decided here, from its label; never taken from a caller.
     const request: StartRunRequest = { ...input, releaseId: null };
     this.preparer.checkRequest(request, caller);
-    const prepared = await this.preparer.prepare(request, true);
+    const prepared = await this.preparer.prepare(request, true, { beUser: caller.beUser, source: caller.source, taskUid: 0 });
     const release = prepared.release;
     const stored: StoredRunRequest = { request: { ...normalisedRequest(request), ...(release ? { label: release.label, releaseId: release.id } : {}) }, startedBy: caller.name, beUser: caller.beUser, source: caller.source };
     const provenance: RunProvenance = release
