@@ -31,7 +31,7 @@ export type { RunStep, LlmStep, RequestStep } from './engine/run-step';
 export type { RunProvenance } from './run-store';
 export type { RunFeedBus } from './run-feed';
 export type { RunReader, RunView } from './run-reader';
-export type { RunService, RunServiceOptions, StartRunRequest, ToolDecisionRequest } from './run.service';
+export type { RunPreview, RunService, RunServiceOptions, StartRunRequest, ToolDecisionRequest } from './run.service';
 export type { StoredStep, TraceBus, BusListener } from './trace-bus';
 
 export interface RunsFeatureDeps {

@@ -11,7 +11,8 @@ import type { ConfigurationService } from '../configurations/configuration.servi
 import type { PagingCursors } from '../db/keyset';
 import type { Logger } from '../logger';
 import type { RunObserver } from '../operations/run-observer';
-import type { ChatAdapter } from '../providers/adapters/types';
+import type { CallOptions, ChatAdapter, ChatMessage } from '../providers/adapters/types';
+import { assembleRunMessages } from '../prompt/run-messages';
 import type { ModelService } from '../providers/model.service';
 import type { ProviderService } from '../providers/provider.service';
 import type { ReleaseService } from '../releases/release.service';
@@ -31,6 +32,19 @@ export type { ToolDecisionRequest } from './engine/approval-decision';
 export { UNSTORABLE_RESULT_MESSAGE } from './run-driver';
 export type { StartRunRequest } from './run-preparer';
 export type { RunPageRequest, RunView } from './run-reader';
+
+/** What a run would send first (`RunService.preview`). */
+export interface RunPreview {
+  configuration: string;
+  release: { id: number; label: string } | null;
+  /** The effective system prompt (message 0 when not empty). */
+  systemPrompt: string;
+  /** The first request's messages, before context fitting. */
+  messages: ChatMessage[];
+  callOptions: CallOptions;
+  /** Identifiers of the skills in the skill block, in block order. */
+  appliedSkills: string[];
+}
 
 export interface RunServiceOptions {
   /** How many steps a live watcher may fall behind before it is told to resubscribe. */
@@ -135,6 +149,25 @@ export class RunService {
     return { row, dryRun: prepared.dryRun, finalContent: null, error: null, pendingToolCalls: [] };
   }
 
+  /**
+   * What a run of the request would send first, without storing or calling
+   * anything: validated and prepared exactly as `start` does it.
+   */
+  async preview(input: StartRunRequest, caller: Caller): Promise<RunPreview> {
+    const request: StartRunRequest = { ...input, releaseId: null };
+    this.preparer.checkRequest(request, caller);
+    const prepared = await this.preparer.prepare(request, true);
+    const assembled = assembleRunMessages(prepared.loopInput);
+    return {
+      configuration: prepared.configuration.identifier,
+      release: prepared.release ? { id: prepared.release.id, label: prepared.release.label } : null,
+      systemPrompt: prepared.loopInput.systemPrompt,
+      messages: assembled.messages,
+      callOptions: prepared.loopInput.callOptions,
+      appliedSkills: assembled.skills.included,
+    };
+  }
+
   /** Decides every pending call of a waiting run at once and drives the run on in this process (run-approvals.ts). */
   resolveToolApproval(uuid: string, decisions: readonly ToolDecisionRequest[], caller: Caller): Promise<RunView> {
     return this.approvals.resolve(uuid, decisions, caller);
@@ -173,7 +206,7 @@ export class RunService {
 /** The request as stored: only what a run needs to be prepared again. */
 function normalisedRequest(request: StartRunRequest): StartRunRequest {
   const copy: StartRunRequest = { configuration: request.configuration, prompt: request.prompt };
-  for (const key of ['tools', 'forcedSnippets', 'forcedSkills', 'systemPrompt', 'maxRounds', 'maxTokens', 'temperature', 'captureRaw', 'dryRun', 'stream', 'approvalRequired', 'approvalTimeoutSeconds', 'maxTotalTokens', 'maxCost', 'label', 'releaseId'] as const) {
+  for (const key of ['tools', 'forcedSnippets', 'forcedSkills', 'systemPrompt', 'maxRounds', 'maxTokens', 'temperature', 'captureRaw', 'dryRun', 'stream', 'approvalRequired', 'approvalTimeoutSeconds', 'maxTotalTokens', 'maxCost', 'label', 'releaseId', 'responseFormat'] as const) {
     copyGiven(copy, request, key);
   }
   return copy;
