@@ -27,7 +27,7 @@ import { InProcessTraceBus, RedisTraceBus, type TraceBus } from './trace-bus';
 
 export { ToolInfo } from './run.types';
 export { ToolInputError, type ExternalTool, type ExternalToolSource } from './tools/tool-registry';
-export type { RunStep, LlmStep, RequestStep } from './engine/run-step';
+export type { LoopStep, LlmStep, RequestStep } from './engine/loop-step';
 export type { RunProvenance } from './run-store';
 export type { RunFeedBus } from './run-feed';
 export type { RunReader, RunView } from './run-reader';
