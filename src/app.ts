@@ -21,6 +21,7 @@ import { InProcessPromptEventBus, type PromptEventBus, RedisPromptEventBus } fro
 import { createRunsFeature, type RunsFeature, type RunServiceOptions } from './runs';
 import { seedExamples } from './seed';
 import { createCoreServices, type CoreServices, type Services } from './services';
+import { createTasksFeature } from './tasks';
 import { loadOrCreateKeyFile, SecretBox } from './shared/secret-box';
 import { createUsageFeature } from './usage';
 
@@ -135,7 +136,8 @@ export async function createApp(config: AppConfig, options: AppOptions = {}): Pr
     const usage = createUsageFeature({ dataSource, dialect, config, logger, now: options.usageNow });
     const runs = await createRunsFeature({ dataSource, services: core, config, cursors, logger, externalTools: mcp.toolSource, observer: operations.runObserver, callLedger: usage.ledger, options: options.runs });
     parts.runs = runs;
-    const services: Services = { ...core, runs: runs.service, runReader: runs.reader, runFeed: runs.feed, mcp: mcp.service };
+    const tasks = createTasksFeature({ dataSource, identifiers: core.identifiers, configurations: core.configurations, runs: runs.service });
+    const services: Services = { ...core, runs: runs.service, runReader: runs.reader, runFeed: runs.feed, mcp: mcp.service, tasks };
     operations.metrics.countOpenRunsWith(runs.countOpen);
 
     const generated = await core.tokens.bootstrap(config.adminToken);

@@ -28,12 +28,12 @@ import { InProcessTraceBus, RedisTraceBus, type TraceBus } from './trace-bus';
 
 export { ToolInfo } from './run.types';
 export { ToolInputError, type ExternalTool, type ExternalToolSource } from './tools/tool-registry';
-export type { RunStep, LlmStep, RequestStep } from './engine/run-step';
+export type { LoopStep, LlmStep, RequestStep } from './engine/loop-step';
 export type { CallLedger, CallLedgerFactory, CallPermit, CallRefusal, LedgerAccount, LedgerCall } from './engine/call-ledger';
 export type { RunProvenance } from './run-store';
 export type { RunFeedBus } from './run-feed';
 export type { RunReader, RunView } from './run-reader';
-export type { RunService, RunServiceOptions, StartRunRequest, ToolDecisionRequest } from './run.service';
+export type { RunPreview, RunService, RunServiceOptions, StartRunRequest, ToolDecisionRequest } from './run.service';
 export type { StoredStep, TraceBus, BusListener } from './trace-bus';
 
 export interface RunsFeatureDeps {

@@ -11,10 +11,10 @@ import type { AgentRunEntity } from './agent-run.entity';
 import { driveRun } from './engine/agent-loop';
 import type { CallLedger } from './engine/call-ledger';
 import { INTERNAL_ERROR_MESSAGE, RunTakenOver, type AgentLoopInput, type StepExtras } from './engine/loop-contract';
-import type { EndStep, RunDelta, RunStep, TerminationReason } from './engine/run-step';
+import type { EndStep, LoopDelta, LoopStep, TerminationReason } from './engine/loop-step';
 import { LeaseClock } from './lease-clock';
 import { bookingOf, type PreparedRun, type RunPreparer, type StoredRunRequest } from './run-preparer';
-import { asRunStep, asRunSteps, LeaseLostError, type RunStore } from './run-store';
+import { asLoopStep, asLoopSteps, LeaseLostError, type RunStore } from './run-store';
 import { closeRun, type RunEndStatus } from './run-supervisor';
 import type { RunServiceOptions } from './run.service';
 import { preciseNow, type RunObservation } from '../operations/run-observer';
@@ -87,7 +87,7 @@ export class RunDriver {
     const input: AgentLoopInput = {
       ...prepared.loopInput,
       signal: controller.signal,
-      ...(resume ? { resume: { steps: asRunSteps(resume.steps), afterCrash: resume.afterCrash } } : {}),
+      ...(resume ? { resume: { steps: asLoopSteps(resume.steps), afterCrash: resume.afterCrash } } : {}),
     };
     const lastSequence = resume ? (resume.steps[resume.steps.length - 1]?.sequence ?? 0) : 0;
     // A dry run calls no provider: nothing to check or book.
@@ -104,7 +104,7 @@ export class RunDriver {
     // Let startRun answer before the first step is written.
     await new Promise((resolve) => setImmediate(resolve));
     let sequence = lastSequence;
-    const recordStep = async (step: RunStep, extras?: StepExtras): Promise<void> => {
+    const recordStep = async (step: LoopStep, extras?: StepExtras): Promise<void> => {
       // Persist, then publish: a watcher that arrives late reads what it missed from the table.
       // The sequence number advances only once the step is stored, so a failed write leaves no gap.
       const handedOverAt = observation ? preciseNow() : 0;
@@ -112,7 +112,7 @@ export class RunDriver {
       sequence = stored.sequence;
       this.bus.publish(row.uuid, { type: 'step', step: stored });
       // The step as stored: the loop's own, or the small FAILED END that replaced one that could not be stored.
-      observation?.step(asRunStep(stored), handedOverAt);
+      observation?.step(asLoopStep(stored), handedOverAt);
     };
     try {
       if (input.resume === undefined) await this.withStoreRetries(row, 'mark the run running', () => this.store.markRunning(row.uid));
@@ -120,7 +120,7 @@ export class RunDriver {
         recordStep,
         ledger,
         mayOverlapToolCall: () => this.leases.mayOverlap(row.uid),
-        onDelta: (delta: RunDelta) => this.bus.publish(row.uuid, { type: 'delta', delta }),
+        onDelta: (delta: LoopDelta) => this.bus.publish(row.uuid, { type: 'delta', delta }),
         logger: { warn: (obj, msg) => this.logger.warn({ runId: row.uuid, ...obj }, msg), error: (obj, msg) => this.logger.error({ runId: row.uuid, ...obj }, msg) },
       });
       if (outcome.status === 'WAITING_FOR_APPROVAL') {
@@ -172,7 +172,7 @@ export class RunDriver {
    * When even that fails, the run's lease is no longer renewed and
    * housekeeping closes the run once the database answers again.
    */
-  private async storeStep(row: AgentRunEntity, sequence: number, step: RunStep, extras?: StepExtras): Promise<StoredStep> {
+  private async storeStep(row: AgentRunEntity, sequence: number, step: LoopStep, extras?: StepExtras): Promise<StoredStep> {
     try {
       return await this.withStoreRetries(row, `store step ${sequence}`, () => this.appendStepOnce(row.uid, sequence, step, extras));
     } catch (error) {
@@ -192,7 +192,7 @@ export class RunDriver {
   }
 
   /** One attempt; a retry after a write whose answer was lost finds the step stored and does not write it twice. */
-  private async appendStepOnce(runUid: number, sequence: number, step: RunStep, extras?: StepExtras): Promise<StoredStep> {
+  private async appendStepOnce(runUid: number, sequence: number, step: LoopStep, extras?: StepExtras): Promise<StoredStep> {
     try {
       // Written only while this instance holds the run's lease (see RunStore.insertAsOwner).
       return await this.store.appendStep(runUid, sequence, step, extras, this.instanceId);

@@ -53,6 +53,8 @@ export interface StartRunRequest {
   approvalTimeoutSeconds?: number | null;
   /** Run the configuration's release with this label instead of its current state. */
   label?: string | null;
+  /** `json`: ask the provider for JSON (nr_llm's `response_format` call option, merged over the configuration's). */
+  responseFormat?: 'json' | null;
   /**
    * The release the label meant when the run started (set by the service,
    * never by a caller): a run that goes on later runs this release even if
@@ -233,6 +235,7 @@ export class RunPreparer {
     const overrides: PhpArray = new Map();
     if (request.maxTokens != null) overrides.set('max_tokens', BigInt(Math.trunc(request.maxTokens)));
     if (request.temperature != null) overrides.set('temperature', request.temperature);
+    if (request.responseFormat === 'json') overrides.set('response_format', 'json');
     // plainValueOf: an option integer beyond 2^53 stays a bigint and reaches the wire body with its digits (plainJsonText).
     const callOptions = release ? withModel(plainValueOf(releaseCallOptions(release.callOptions, overrides, model)) as Record<string, unknown>, model) : callOptionsFor(configuration, model, activeSnippets!, overrides);
 

@@ -1,5 +1,6 @@
 /**
- * nr_llm's tables as its ext_tables.sql (version 0.33.0) creates them, for
+ * nr_llm's tables as its ext_tables.sql (version 0.33.0; the task tables as of
+ * commit ba98ff40) creates them, for
  * every `tx_nrllm_*` table this service reads or writes: the definitions
  * below are that file's, comments left out. On MySQL they run as written
  * with TYPO3's default table options (InnoDB, utf8mb4, utf8mb4_unicode_ci);
@@ -257,6 +258,40 @@ export const NR_LLM_TABLES: Record<string, string[]> = {
     "KEY parent (pid)",
     "KEY server (server)",
     "UNIQUE KEY tool_name (tool_name)",
+  ],
+  tx_nrllm_task: [
+    "uid int(11) NOT NULL auto_increment",
+    "pid int(11) DEFAULT '0' NOT NULL",
+    "identifier varchar(100) DEFAULT '' NOT NULL",
+    "name varchar(255) DEFAULT '' NOT NULL",
+    "description text",
+    "category varchar(50) DEFAULT 'general' NOT NULL",
+    "configuration_uid int(11) unsigned DEFAULT '0' NOT NULL",
+    "prompt_template mediumtext",
+    "input_type varchar(50) DEFAULT 'manual' NOT NULL",
+    "input_source text",
+    "output_format varchar(20) DEFAULT 'markdown' NOT NULL",
+    "skills int(11) DEFAULT '0' NOT NULL",
+    "is_active tinyint(1) DEFAULT '1' NOT NULL",
+    "is_system tinyint(1) DEFAULT '0' NOT NULL",
+    "sorting int(11) unsigned DEFAULT '0' NOT NULL",
+    "tstamp int(11) unsigned DEFAULT '0' NOT NULL",
+    "crdate int(11) unsigned DEFAULT '0' NOT NULL",
+    "deleted tinyint(4) unsigned DEFAULT '0' NOT NULL",
+    "hidden tinyint(4) unsigned DEFAULT '0' NOT NULL",
+    "PRIMARY KEY (uid)",
+    "KEY parent (pid)",
+    "KEY configuration_uid (configuration_uid)",
+    "KEY identifier (identifier)",
+    "KEY category (category)",
+  ],
+  tx_nrllm_task_skill_mm: [
+    "uid_local int(11) unsigned DEFAULT '0' NOT NULL",
+    "uid_foreign int(11) unsigned DEFAULT '0' NOT NULL",
+    "sorting int(11) unsigned DEFAULT '0' NOT NULL",
+    "sorting_foreign int(11) unsigned DEFAULT '0' NOT NULL",
+    "KEY uid_local (uid_local)",
+    "KEY uid_foreign (uid_foreign)",
   ],
   tx_nrllm_user_budget: [
     "uid int(11) NOT NULL auto_increment",

@@ -32,7 +32,7 @@ import { contextBudget, fitContext, type ContextBudget } from './context-window'
 import { clampMaxRounds, INTERNAL_ERROR_MESSAGE, RunTakenOver, type AgentLoopHooks, type AgentLoopInput, type LoopResult, type StepExtras, type SuspendedRun } from './loop-contract';
 import { className, elapsedMs, errorMessage, raceAbort, RunCancelled } from './loop-support';
 import { askLedger } from './call-ledger';
-import type { EndStep, LoopOutcome, RequestStep, RequestedToolCall, RunDelta, RunStep, TerminationReason, ToolStep } from './run-step';
+import type { EndStep, LoopOutcome, RequestStep, RequestedToolCall, LoopDelta, LoopStep, TerminationReason, ToolStep } from './loop-step';
 import { approvalDeadline } from './approval-decision';
 import { invokeProvider, ProviderFailure } from './provider-call';
 import { dispatchToolCall, requestedToolCall } from './tool-dispatch';
@@ -290,7 +290,7 @@ class AgentLoopRun {
     return null;
   }
 
-  private emitDelta(delta: RunDelta): void {
+  private emitDelta(delta: LoopDelta): void {
     if (this.hooks.onDelta === undefined) {
       return;
     }
@@ -362,7 +362,7 @@ class AgentLoopRun {
    * `alreadyStored`: the step is one a dead instance stored before the
    * takeover; it is only folded in.
    */
-  private async record(step: RunStep, details: StepDetails = {}, extras?: StepExtras, alreadyStored = false): Promise<void> {
+  private async record(step: LoopStep, details: StepDetails = {}, extras?: StepExtras, alreadyStored = false): Promise<void> {
     if (!alreadyStored) await (extras ? this.hooks.recordStep(step, extras) : this.hooks.recordStep(step));
     applyStep(this.progress, step, this.rules, details);
     this.throwIfCancelled();
