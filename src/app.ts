@@ -134,7 +134,7 @@ export async function createApp(config: AppConfig, options: AppOptions = {}): Pr
     const mcp = createMcpFeature(dataSource, core.identifiers, config, secrets, logger, () => parts.runs?.builtinToolNames() ?? []);
     parts.mcp = mcp;
     const usage = createUsageFeature({ dataSource, dialect, config, logger, configurations: core.configurations, now: options.usageNow });
-    const runs = await createRunsFeature({ dataSource, services: core, config, cursors, logger, externalTools: mcp.toolSource, observer: operations.runObserver, callLedger: usage.ledger, options: options.runs });
+    const runs = await createRunsFeature({ dataSource, services: core, config, cursors, logger, externalTools: mcp.toolSource, observer: operations.runObserver, callLedger: usage.ledger, toolSwitches: usage.toolSwitches, options: options.runs });
     parts.runs = runs;
     const tasks = createTasksFeature({ dataSource, identifiers: core.identifiers, configurations: core.configurations, runs: runs.service });
     const services: Services = { ...core, runs: runs.service, runReader: runs.reader, runFeed: runs.feed, mcp: mcp.service, tasks, usage: usage.service };

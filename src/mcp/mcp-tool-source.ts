@@ -13,6 +13,7 @@
  * `Error: tool "NAME" failed.`, the details going to the log. A server that
  * is down therefore affects only the runs that call it.
  */
+import { mcpToolGroup } from './tool-names';
 import type { ValidateFunction } from 'ajv';
 import type { Logger } from '../logger';
 import { ToolInputError, type ExternalTool, type ExternalToolSource, type ToolInfo } from '../runs';
@@ -47,6 +48,7 @@ export class McpToolSource implements ExternalToolSource {
       parameters: schema.parameters,
       enabledByDefault: false,
       requiresApproval: server.requiresApproval,
+      group: mcpToolGroup(server.identifier),
     }));
   }
 
@@ -72,6 +74,7 @@ export class McpToolSource implements ExternalToolSource {
         parameters: schema.parameters,
         enabledByDefault: false,
         requiresApproval: server.requiresApproval,
+        group: mcpToolGroup(server.identifier),
         execute: async (args, context) => {
           // The run's count comes from its stored steps, so it survives an approval pause and a takeover.
           const budget = new RemoteCallBudget(this.callsPerRun, context.remoteCallsMade ?? madeHere);

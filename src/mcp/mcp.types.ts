@@ -1,4 +1,5 @@
 import { CATALOGUE_ROWS, listRows } from '../graphql/query-limits';
+import { mcpToolGroup } from './tool-names';
 import { Extensions, Field, InputType, Int, ObjectType } from 'type-graphql';
 import { DateTimeScalar, JSONScalar } from '../graphql/scalars';
 import { ToolInfo } from '../runs';
@@ -95,6 +96,7 @@ export function toMcpServer(row: McpServerEntity, catalogue: readonly McpToolEnt
         parameters: readObject(tool.inputSchema),
         enabledByDefault: false,
         requiresApproval: row.requiresApproval,
+        group: mcpToolGroup(row.identifier),
       })),
     catalogue: tools.map((tool) => ({
       name: tool.toolName,

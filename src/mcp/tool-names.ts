@@ -21,3 +21,8 @@ export function localToolName(serverIdentifier: string, remoteName: string): str
 export function isMcpToolName(name: string): boolean {
   return name.startsWith('mcp_') && LOCAL_NAME_PATTERN.test(name);
 }
+
+/** The group of a server's tools, as nr_llm's McpTool names it: `mcp_<identifier>` (TYPO3's group switches and `allowed_tool_groups` use it). */
+export function mcpToolGroup(serverIdentifier: string): string {
+  return `mcp_${serverIdentifier}`;
+}

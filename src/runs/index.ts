@@ -24,11 +24,13 @@ import { RunService, type RunServiceOptions } from './run.service';
 import { createBuiltinToolRegistry } from './tools/builtin-tools';
 import type { ExternalToolSource } from './tools/tool-registry';
 import type { CallLedgerFactory } from './engine/call-ledger';
+import type { ToolSwitchSource } from './tools/tool-switches';
 import { InProcessTraceBus, RedisTraceBus, type TraceBus } from './trace-bus';
 
 export { ToolInfo } from './run.types';
 export { ToolInputError, type ExternalTool, type ExternalToolSource } from './tools/tool-registry';
 export type { LoopStep, LlmStep, RequestStep } from './engine/loop-step';
+export type { ToolSwitches, ToolSwitchSource } from './tools/tool-switches';
 export type { CallLedger, CallLedgerFactory, CallPermit, CallRefusal, LedgerAccount, LedgerCall } from './engine/call-ledger';
 export type { RunProvenance } from './run-store';
 export type { RunFeedBus } from './run-feed';
@@ -49,6 +51,8 @@ export interface RunsFeatureDeps {
   observer?: RunObserver | null;
   /** The usage ledger every provider call of a run is checked against and booked in. */
   callLedger?: CallLedgerFactory;
+  /** TYPO3's tool on/off switches. */
+  toolSwitches?: ToolSwitchSource;
   /** Options over the defaults (tests: adapters, queue sizes, timings). */
   options?: Partial<RunServiceOptions>;
 }
@@ -97,6 +101,7 @@ export async function createRunsFeature(deps: RunsFeatureDeps): Promise<RunsFeat
       externalTools: deps.externalTools,
       observer: deps.observer,
       callLedger: deps.callLedger,
+      toolSwitches: deps.toolSwitches,
       onRunEnded: async (manager, loadRun) => {
         const payload = new LazyPayload(async () => {
           const run = await loadRun();

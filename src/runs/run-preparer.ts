@@ -28,6 +28,7 @@ import { releaseCallOptions, checkLabel } from '../releases/release-rules';
 import { skillInputOf, type ReleaseService, type StoredRelease } from '../releases/release.service';
 import type { PromptSnippetEntity } from '../snippets/snippet.entity';
 import type { ExternalToolSource, ToolRegistry } from './tools/tool-registry';
+import { allowedToolGroupsOf, isToolSwitchedOn, NO_SWITCHES, type ToolSwitchSource } from './tools/tool-switches';
 
 export interface StartRunRequest {
   configuration: string;
@@ -114,6 +115,8 @@ export interface RunPreparerOptions {
   adapterFactory?: (settings: ReturnType<ProviderService['settingsFor']>) => ChatAdapter;
   /** Tools beyond the built-ins (MCP servers'), read for each run whose allow-list names one. */
   externalTools?: ExternalToolSource;
+  /** TYPO3's tool on/off switches, read for each run; absent: every tool is on. */
+  toolSwitches?: ToolSwitchSource;
 }
 
 /** The longest a run may wait for a decision: 30 days. */
@@ -175,15 +178,15 @@ export class RunPreparer {
   async prepare(request: StartRunRequest, strict: boolean, booking: RunBooking = { beUser: 0, source: '', taskUid: 0 }): Promise<PreparedRun> {
     // External tools are only read (and only reach their servers) for a run that names one.
     const names = [...(request.tools ?? []), ...(request.approvalRequired ?? [])];
-    const tools = names.some((name) => !this.tools.has(name)) && this.options.externalTools ? this.tools.withExternal(await this.options.externalTools.toolsForRun()) : this.tools;
+    const registry = names.some((name) => !this.tools.has(name)) && this.options.externalTools ? this.tools.withExternal(await this.options.externalTools.toolsForRun()) : this.tools;
     if (strict && request.tools) {
-      const unknown = tools.unknownNames(request.tools);
+      const unknown = registry.unknownNames(request.tools);
       if (unknown.length > 0) {
         throw new BadUserInputError(`Unknown tool(s): ${unknown.join(', ')}. The tools query lists what exists.`, 'tools');
       }
     }
     if (strict && request.approvalRequired) {
-      const unknown = tools.unknownNames(request.approvalRequired);
+      const unknown = registry.unknownNames(request.approvalRequired);
       if (unknown.length > 0) {
         throw new BadUserInputError(`Unknown tool(s): ${unknown.join(', ')}. The tools query lists what exists.`, 'approvalRequired');
       }
@@ -195,6 +198,7 @@ export class RunPreparer {
     const configuration = started ? await this.configurations.findByUid(started.configurationUid) : await this.configurations.findByIdentifier(request.configuration ?? '');
     if (!configuration) throw new NotFoundError(`No configuration with identifier "${request.configuration}"`, 'configuration');
     const release = started ?? (request.label != null ? await this.releases.currentOf(configuration, request.label) : null);
+    const tools = await this.switchedOn(registry, configuration, request, strict);
     const forcedSnippets = request.forcedSnippets?.length ? await this.snippets.findForcedByIdentifiers(request.forcedSnippets) : [];
     const forcedSkills: SkillEntity[] = [];
     for (const identifier of request.forcedSkills ?? []) {
@@ -277,6 +281,25 @@ export class RunPreparer {
         budget: { maxTotalTokens: request.maxTotalTokens ?? null, maxCost: request.maxCost ?? null },
       },
     };
+  }
+
+  /**
+   * The tools TYPO3's switches and the configuration's allowed tool groups
+   * leave on. A new run that names a tool switched off is refused; a run
+   * that goes on simply no longer offers it (its pending call is refused).
+   */
+  private async switchedOn(registry: ToolRegistry, configuration: ConfigurationEntity, request: StartRunRequest, strict: boolean): Promise<ToolRegistry> {
+    const switches = (await this.options.toolSwitches?.read()) ?? NO_SWITCHES;
+    const allowedGroups = allowedToolGroupsOf(configuration.allowedToolGroups);
+    const on = registry.filtered((tool) => isToolSwitchedOn(tool, switches, allowedGroups));
+    const off = strict ? on.unknownNames(request.tools).filter((name) => registry.has(name)) : [];
+    if (off.length > 0) {
+      throw new BadUserInputError(
+        `Tool(s) switched off: ${off.join(', ')} (TYPO3's tool switches${allowedGroups.length > 0 ? `, or not in the configuration's allowed tool groups ${allowedGroups.join(', ')}` : ''})`,
+        'tools',
+      );
+    }
+    return on;
   }
 
   /**

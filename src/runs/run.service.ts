@@ -7,6 +7,7 @@
  */
 import crypto from 'node:crypto';
 import type { CallLedgerFactory } from './engine/call-ledger';
+import { isToolSwitchedOn, NO_SWITCHES, type ToolSwitchSource } from './tools/tool-switches';
 import type { Caller } from '../auth/roles';
 import type { ConfigurationService } from '../configurations/configuration.service';
 import type { PagingCursors } from '../db/keyset';
@@ -74,6 +75,8 @@ export interface RunServiceOptions {
   onRunEnded?: RunEndedHook;
   /** Checks every provider call against the usage budgets and books it (src/usage); absent: nothing is metered. */
   callLedger?: CallLedgerFactory;
+  /** TYPO3's tool on/off switches (src/usage); absent: every tool is on. */
+  toolSwitches?: ToolSwitchSource;
   /** Writes and reads the cursors of runsConnection. */
   cursors: PagingCursors;
 }
@@ -118,11 +121,13 @@ export class RunService {
     return this.tools;
   }
 
-  /** Every tool a run can name: the built-ins, then the external ones whose names no built-in has. */
+  /**
+   * Every tool a run can name: the built-ins, then the external ones whose
+   * names no built-in has; a tool TYPO3's switches turn off is left out.
+   */
   async listTools(): Promise<ToolInfo[]> {
-    const builtin = this.tools.list();
-    const external = this.options.externalTools ? await this.options.externalTools.list() : [];
-    return [...builtin, ...external.filter((tool) => !this.tools.has(tool.name))];
+    const [external, switches] = await Promise.all([this.options.externalTools ? this.options.externalTools.list() : [], this.options.toolSwitches?.read() ?? NO_SWITCHES]);
+    return [...this.tools.list(), ...external.filter((tool) => !this.tools.has(tool.name))].filter((tool) => isToolSwitchedOn(tool, switches));
   }
 
   /**

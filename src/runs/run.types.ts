@@ -323,6 +323,7 @@ export class ToolInfo {
   @Field(() => JSONScalar, { description: 'JSON schema of the arguments.' }) parameters!: Record<string, unknown>;
   @Field() enabledByDefault!: boolean;
   @Field({ description: 'Each call waits for a person\'s approval (resolveToolApproval).' }) requiresApproval!: boolean;
+  @Field({ description: 'The group TYPO3\'s group switches and a configuration\'s allowedToolGroups name: `promptwire` for the built-ins, `mcp_<server>` for an MCP server\'s tools.' }) group!: string;
 }
 
 /** Each forced snippet or skill is looked up and sent on every call: a run names a handful, never thousands. */

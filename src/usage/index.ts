@@ -9,6 +9,7 @@ import type { DataSource } from 'typeorm';
 import type { AppConfig } from '../config';
 import type { Dialect } from '../db/data-source';
 import type { Logger } from '../logger';
+import type { ToolSwitchSource } from '../runs';
 import { UsageLedger } from './usage-ledger';
 import { UsageReports, UsageRepository } from './usage.repository';
 import { UsageService } from './usage.service';
@@ -32,12 +33,16 @@ export interface UsageFeature {
   ledger: UsageLedger;
   /** Budgets, standings and the ledger's sums (the GraphQL API's). */
   service: UsageService;
+  /** TYPO3's tool on/off switches (handed to the runs feature). */
+  toolSwitches: ToolSwitchSource;
 }
 
 export function createUsageFeature(deps: UsageFeatureDeps): UsageFeature {
   const repository = new UsageRepository(deps.dataSource, deps.dialect);
+  const reports = new UsageReports(deps.dataSource);
   return {
+    toolSwitches: { read: () => reports.toolSwitches() },
     ledger: new UsageLedger(repository, deps.config.usageTimeZone, deps.logger, deps.now),
-    service: new UsageService(repository, new UsageReports(deps.dataSource), deps.config.usageTimeZone, deps.now, deps.configurations),
+    service: new UsageService(repository, reports, deps.config.usageTimeZone, deps.now, deps.configurations),
   };
 }

@@ -208,6 +208,17 @@ export class UsageReports {
     });
   }
 
+  /** TYPO3's tool switches: `enabled` per tool and per group (a missing row: on). */
+  async toolSwitches(): Promise<{ tools: Map<string, boolean>; groups: Map<string, boolean> }> {
+    const [tools, groups] = await Promise.all([
+      this.dataSource.query('SELECT tool_name AS name, enabled FROM tx_nrllm_tool_state') as Promise<Record<string, unknown>[]>,
+      this.dataSource.query('SELECT group_name AS name, enabled FROM tx_nrllm_tool_group_state') as Promise<Record<string, unknown>[]>,
+    ]);
+    // Any value but 0 is on, as TYPO3 reads the smallint.
+    const map = (rows: Record<string, unknown>[]) => new Map(rows.map((row) => [String(row.name ?? ''), num(row.enabled) !== 0]));
+    return { tools: map(tools), groups: map(groups) };
+  }
+
   /** The user's budget row: the first by uid that is neither deleted nor hidden. */
   async budgetOf(beUser: number): Promise<UserBudgetEntity | null> {
     return this.dataSource.getRepository(UserBudgetEntity).findOne({ where: { beUser, deleted: false, hidden: false }, order: { uid: 'ASC' } });

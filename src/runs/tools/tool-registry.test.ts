@@ -10,8 +10,8 @@ describe('ToolRegistry', () => {
   it('lists registered tools in registration order, without their code', () => {
     const registry = createToolRegistry([tool('b'), tool('a', false)]);
     expect(registry.list()).toEqual([
-      { name: 'b', description: 'The b tool.', parameters: { type: 'object' }, enabledByDefault: true, requiresApproval: false },
-      { name: 'a', description: 'The a tool.', parameters: { type: 'object' }, enabledByDefault: false, requiresApproval: false },
+      { name: 'b', description: 'The b tool.', parameters: { type: 'object' }, enabledByDefault: true, requiresApproval: false, group: 'promptwire' },
+      { name: 'a', description: 'The a tool.', parameters: { type: 'object' }, enabledByDefault: false, requiresApproval: false, group: 'promptwire' },
     ]);
     expect(registry.has('a')).toBe(true);
     expect(registry.get('zzz')).toBeUndefined();

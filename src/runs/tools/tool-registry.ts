@@ -10,6 +10,7 @@
 
 import Ajv, { type ValidateFunction } from 'ajv';
 import type { ToolDefinition } from '../../providers/adapters/types';
+import { groupOf } from './tool-switches';
 
 /** What a running tool gets besides its arguments. */
 export interface ToolExecutionContext {
@@ -35,6 +36,12 @@ export interface ToolRegistration {
   parameters: Record<string, unknown>;
   /** Offered when a run names no allow-list. */
   enabledByDefault: boolean;
+  /**
+   * The group TYPO3's group switches and a configuration's
+   * `allowed_tool_groups` name: `promptwire` for the built-ins (the default),
+   * `mcp_<server>` for an MCP server's tools (as nr_llm groups them).
+   */
+  group?: string;
   /** A person must approve each call before it runs (an MCP server's tools, unless its operator said otherwise). */
   requiresApproval?: boolean;
   /**
@@ -59,6 +66,7 @@ export interface ToolInfo {
   parameters: Record<string, unknown>;
   enabledByDefault: boolean;
   requiresApproval: boolean;
+  group: string;
 }
 
 /**
@@ -153,7 +161,15 @@ export class ToolRegistry {
       parameters: registration.parameters,
       enabledByDefault: registration.enabledByDefault,
       requiresApproval: registration.requiresApproval === true,
+      group: groupOf(registration),
     }));
+  }
+
+  /** This registry with only the tools `keep` accepts (the switched-on ones, for one run). */
+  filtered(keep: (tool: ToolRegistration) => boolean): ToolRegistry {
+    const registry = new ToolRegistry();
+    for (const [name, tool] of this.tools) if (keep(tool.registration)) registry.tools.set(name, tool);
+    return registry;
   }
 
   /**
