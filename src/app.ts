@@ -132,7 +132,7 @@ export async function createApp(config: AppConfig, options: AppOptions = {}): Pr
     parts.mcp = mcp;
     const runs = await createRunsFeature({ dataSource, services: core, config, cursors, logger, externalTools: mcp.toolSource, observer: operations.runObserver, options: options.runs });
     parts.runs = runs;
-    const tasks = createTasksFeature({ dataSource, identifiers: core.identifiers, configurations: core.configurations, runs: runs.service });
+    const tasks = createTasksFeature({ dataSource, identifiers: core.identifiers, configurations: core.configurations, runs: runs.service, reader: runs.reader });
     const services: Services = { ...core, runs: runs.service, runReader: runs.reader, runFeed: runs.feed, mcp: mcp.service, tasks };
     operations.metrics.countOpenRunsWith(runs.countOpen);
 

@@ -25,10 +25,11 @@ import { createBuiltinToolRegistry } from './tools/builtin-tools';
 import type { ExternalToolSource } from './tools/tool-registry';
 import { InProcessTraceBus, RedisTraceBus, type TraceBus } from './trace-bus';
 
-export { ToolInfo } from './run.types';
+export { AgentRun, ToolInfo, toAgentRun } from './run.types';
 export { ToolInputError, type ExternalTool, type ExternalToolSource } from './tools/tool-registry';
 export type { LoopStep, LlmStep, RequestStep } from './engine/loop-step';
 export type { RunProvenance } from './run-store';
+export type { RunTaskOrigin } from './run-queries';
 export type { RunFeedBus } from './run-feed';
 export type { RunReader, RunView } from './run-reader';
 export type { RunPreview, RunService, RunServiceOptions, StartRunRequest, ToolDecisionRequest } from './run.service';

@@ -13,6 +13,7 @@ import type { Logger } from '../logger';
 import type { RunObserver } from '../operations/run-observer';
 import type { CallOptions, ChatAdapter, ChatMessage } from '../providers/adapters/types';
 import { assembleRunMessages } from '../prompt/run-messages';
+import { buildSkillBlock } from '../prompt/skill-block';
 import type { ModelService } from '../providers/model.service';
 import type { ProviderService } from '../providers/provider.service';
 import type { ReleaseService } from '../releases/release.service';
@@ -128,14 +129,15 @@ export class RunService {
    */
   async start(input: StartRunRequest, caller: Caller, origin: { trace?: unknown } = {}): Promise<RunView> {
     // Which release a run sends is decided here, from its label; never taken from a caller.
-    const request: StartRunRequest = { ...input, releaseId: null };
+    const request: StartRunRequest = { ...input, releaseId: null, taskUid: input.task?.uid ?? null };
     this.preparer.checkRequest(request, caller);
     const prepared = await this.preparer.prepare(request, true);
     const release = prepared.release;
+    const task = request.task ?? null;
     const stored: StoredRunRequest = { request: { ...normalisedRequest(request), ...(release ? { label: release.label, releaseId: release.id } : {}) }, startedBy: caller.name, beUser: caller.beUser, source: caller.source };
     const provenance: RunProvenance = release
-      ? { releaseId: release.id, label: release.label, snippets: release.snippets }
-      : { releaseId: null, label: null, snippets: await this.releases.composedVersions(prepared.composedSnippets) };
+      ? { releaseId: release.id, label: release.label, snippets: release.snippets, task }
+      : { releaseId: null, label: null, snippets: await this.releases.composedVersions(prepared.composedSnippets), task };
     const leaseAt = Date.now();
     const row = await this.store.createRun(
       { uuid: crypto.randomUUID(), configurationUid: prepared.configuration.uid, configurationIdentifier: prepared.configuration.identifier, beUser: caller.beUser },
@@ -146,7 +148,8 @@ export class RunService {
     this.driver.leases.taken(row.uid, leaseAt);
     this.driver.drive(row, prepared, null, origin.trace ?? null);
     this.logger.info({ runId: row.uuid, configuration: prepared.configuration.identifier, release: release?.id, dryRun: prepared.dryRun, by: caller.name }, 'run started');
-    return { row, dryRun: prepared.dryRun, finalContent: null, error: null, pendingToolCalls: [] };
+    const appliedSkills = buildSkillBlock(prepared.loopInput.configurationSkills ?? [], prepared.loopInput.forcedSkills ?? []).included;
+    return { row, dryRun: prepared.dryRun, finalContent: null, error: null, pendingToolCalls: [], appliedSkills };
   }
 
   /**
@@ -206,7 +209,7 @@ export class RunService {
 /** The request as stored: only what a run needs to be prepared again. */
 function normalisedRequest(request: StartRunRequest): StartRunRequest {
   const copy: StartRunRequest = { configuration: request.configuration, prompt: request.prompt };
-  for (const key of ['tools', 'forcedSnippets', 'forcedSkills', 'systemPrompt', 'maxRounds', 'maxTokens', 'temperature', 'captureRaw', 'dryRun', 'stream', 'approvalRequired', 'approvalTimeoutSeconds', 'maxTotalTokens', 'maxCost', 'label', 'releaseId', 'responseFormat'] as const) {
+  for (const key of ['tools', 'forcedSnippets', 'forcedSkills', 'systemPrompt', 'maxRounds', 'maxTokens', 'temperature', 'captureRaw', 'dryRun', 'stream', 'approvalRequired', 'approvalTimeoutSeconds', 'maxTotalTokens', 'maxCost', 'label', 'releaseId', 'responseFormat', 'outputSchema', 'task', 'taskUid'] as const) {
     copyGiven(copy, request, key);
   }
   return copy;
