@@ -23,12 +23,15 @@ import { seedExamples } from './seed';
 import { createCoreServices, type CoreServices, type Services } from './services';
 import { createTasksFeature } from './tasks';
 import { loadOrCreateKeyFile, SecretBox } from './shared/secret-box';
+import { createUsageFeature } from './usage';
 
 export interface AppOptions {
   logger?: Logger;
   /** Called for every SQL statement (tests count queries with it). */
   onQuery?: (sql: string) => void;
   runs?: Partial<RunServiceOptions>;
+  /** Milliseconds since the epoch for the usage ledger (tests fix the day a call is booked on). */
+  usageNow?: () => number;
   /** Receives the generated bootstrap administrator token (printed once by main.ts). */
   onBootstrapToken?: (token: string) => void;
 }
@@ -130,7 +133,8 @@ export async function createApp(config: AppConfig, options: AppOptions = {}): Pr
     // MCP skips tools named like a built-in one; runs offer MCP's tools: each asks the other lazily.
     const mcp = createMcpFeature(dataSource, core.identifiers, config, secrets, logger, () => parts.runs?.builtinToolNames() ?? []);
     parts.mcp = mcp;
-    const runs = await createRunsFeature({ dataSource, services: core, config, cursors, logger, externalTools: mcp.toolSource, observer: operations.runObserver, options: options.runs });
+    const usage = createUsageFeature({ dataSource, dialect, config, logger, now: options.usageNow });
+    const runs = await createRunsFeature({ dataSource, services: core, config, cursors, logger, externalTools: mcp.toolSource, observer: operations.runObserver, callLedger: usage.ledger, options: options.runs });
     parts.runs = runs;
     const tasks = createTasksFeature({ dataSource, identifiers: core.identifiers, configurations: core.configurations, runs: runs.service, reader: runs.reader });
     const services: Services = { ...core, runs: runs.service, runReader: runs.reader, runFeed: runs.feed, mcp: mcp.service, tasks };

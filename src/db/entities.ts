@@ -20,6 +20,9 @@ import { PromptSnippetEntity } from '../snippets/snippet.entity';
 import { TaskExtensionEntity } from '../tasks/task-extension.entity';
 import { TaskSkillEntity } from '../tasks/task-skill.entity';
 import { TaskEntity } from '../tasks/task.entity';
+import { ServiceUsageEntity } from '../usage/service-usage.entity';
+import { ToolGroupStateEntity, ToolStateEntity } from '../usage/tool-state.entity';
+import { UserBudgetEntity } from '../usage/user-budget.entity';
 import { WebhookDeliveryEntity, WebhookEntity } from '../webhooks/webhook.entity';
 
 /** Tables TYPO3's `nr_llm` defines; with SCHEMA_MODE=shared the service never changes them. */
@@ -36,6 +39,10 @@ export const typo3Entities = [
   McpToolEntity,
   TaskEntity,
   TaskSkillEntity,
+  UserBudgetEntity,
+  ServiceUsageEntity,
+  ToolStateEntity,
+  ToolGroupStateEntity,
 ];
 
 /** The service's own tables (`promptwire_*`). */

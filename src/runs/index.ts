@@ -23,11 +23,13 @@ import type { RunReader } from './run-reader';
 import { RunService, type RunServiceOptions } from './run.service';
 import { createBuiltinToolRegistry } from './tools/builtin-tools';
 import type { ExternalToolSource } from './tools/tool-registry';
+import type { CallLedgerFactory } from './engine/call-ledger';
 import { InProcessTraceBus, RedisTraceBus, type TraceBus } from './trace-bus';
 
 export { AgentRun, ToolInfo, toAgentRun } from './run.types';
 export { ToolInputError, type ExternalTool, type ExternalToolSource } from './tools/tool-registry';
 export type { LoopStep, LlmStep, RequestStep } from './engine/loop-step';
+export type { CallLedger, CallLedgerFactory, CallPermit, CallRefusal, LedgerAccount, LedgerCall } from './engine/call-ledger';
 export type { RunProvenance } from './run-store';
 export type { RunTaskOrigin } from './run-queries';
 export type { RunFeedBus } from './run-feed';
@@ -46,6 +48,8 @@ export interface RunsFeatureDeps {
   externalTools?: ExternalToolSource;
   /** Metrics and traces of runs. */
   observer?: RunObserver | null;
+  /** The usage ledger every provider call of a run is checked against and booked in. */
+  callLedger?: CallLedgerFactory;
   /** Options over the defaults (tests: adapters, queue sizes, timings). */
   options?: Partial<RunServiceOptions>;
 }
@@ -93,6 +97,7 @@ export async function createRunsFeature(deps: RunsFeatureDeps): Promise<RunsFeat
       providerMaxResponseBytes: config.providerMaxResponseBytes,
       externalTools: deps.externalTools,
       observer: deps.observer,
+      callLedger: deps.callLedger,
       onRunEnded: async (manager, loadRun) => {
         const payload = new LazyPayload(async () => {
           const run = await loadRun();

@@ -9,10 +9,11 @@ import crypto from 'node:crypto';
 import type { Logger } from '../logger';
 import type { AgentRunEntity } from './agent-run.entity';
 import { driveRun } from './engine/agent-loop';
+import type { CallLedger } from './engine/call-ledger';
 import { INTERNAL_ERROR_MESSAGE, RunTakenOver, type AgentLoopInput, type StepExtras } from './engine/loop-contract';
 import type { EndStep, LoopDelta, LoopStep, TerminationReason } from './engine/loop-step';
 import { LeaseClock } from './lease-clock';
-import type { PreparedRun, RunPreparer, StoredRunRequest } from './run-preparer';
+import { bookingOf, type PreparedRun, type RunPreparer, type StoredRunRequest } from './run-preparer';
 import { asLoopStep, asLoopSteps, LeaseLostError, type RunStore } from './run-store';
 import { closeRun, type RunEndStatus } from './run-supervisor';
 import type { RunServiceOptions } from './run.service';
@@ -89,7 +90,9 @@ export class RunDriver {
       ...(resume ? { resume: { steps: asLoopSteps(resume.steps), afterCrash: resume.afterCrash } } : {}),
     };
     const lastSequence = resume ? (resume.steps[resume.steps.length - 1]?.sequence ?? 0) : 0;
-    const done = this.execute(row, input, lastSequence, observation).finally(() => {
+    // A dry run calls no provider: nothing to check or book.
+    const ledger = prepared.dryRun ? undefined : this.options.callLedger?.forRun(prepared.account);
+    const done = this.execute(row, input, lastSequence, observation, ledger).finally(() => {
       this.leases.released(row.uid);
       stopListening();
       this.active.delete(row.uuid);
@@ -97,7 +100,7 @@ export class RunDriver {
     this.active.set(row.uuid, { uid: row.uid, controller, dryRun: prepared.dryRun, done });
   }
 
-  private async execute(row: AgentRunEntity, input: AgentLoopInput, lastSequence: number, observation?: RunObservation): Promise<void> {
+  private async execute(row: AgentRunEntity, input: AgentLoopInput, lastSequence: number, observation?: RunObservation, ledger?: CallLedger): Promise<void> {
     // Let startRun answer before the first step is written.
     await new Promise((resolve) => setImmediate(resolve));
     let sequence = lastSequence;
@@ -115,6 +118,7 @@ export class RunDriver {
       if (input.resume === undefined) await this.withStoreRetries(row, 'mark the run running', () => this.store.markRunning(row.uid));
       const outcome = await driveRun(input, {
         recordStep,
+        ledger,
         mayOverlapToolCall: () => this.leases.mayOverlap(row.uid),
         onDelta: (delta: LoopDelta) => this.bus.publish(row.uuid, { type: 'delta', delta }),
         logger: { warn: (obj, msg) => this.logger.warn({ runId: row.uuid, ...obj }, msg), error: (obj, msg) => this.logger.error({ runId: row.uuid, ...obj }, msg) },
@@ -141,7 +145,7 @@ export class RunDriver {
   async goOn(row: AgentRunEntity, stored: StoredRunRequest, steps: StoredStep[], afterCrash: boolean): Promise<void> {
     let prepared: PreparedRun;
     try {
-      prepared = await this.preparer.prepare(stored.request, false);
+      prepared = await this.preparer.prepare(stored.request, false, bookingOf(stored));
     } catch (error) {
       const message = error instanceof Error && 'extensions' in error ? error.message : INTERNAL_ERROR_MESSAGE;
       this.logger.warn({ runId: row.uuid, errorClass: className(error) }, 'a run could not be prepared to go on');

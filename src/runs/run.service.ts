@@ -6,6 +6,7 @@
  * Reading runs and serving their traces is RunReader's.
  */
 import crypto from 'node:crypto';
+import type { CallLedgerFactory } from './engine/call-ledger';
 import type { Caller } from '../auth/roles';
 import type { ConfigurationService } from '../configurations/configuration.service';
 import type { PagingCursors } from '../db/keyset';
@@ -72,6 +73,8 @@ export interface RunServiceOptions {
   observer?: RunObserver | null;
   /** Writes what a finished run raises (webhook deliveries) in the transaction of its END. */
   onRunEnded?: RunEndedHook;
+  /** Checks every provider call against the usage budgets and books it (src/usage); absent: nothing is metered. */
+  callLedger?: CallLedgerFactory;
   /** Writes and reads the cursors of runsConnection. */
   cursors: PagingCursors;
 }
@@ -125,16 +128,22 @@ export class RunService {
 
   /**
    * Validates everything, stores the run as QUEUED with its request, and starts driving it without waiting.
-   * `origin.trace` is the starting request's trace span (opaque), for the run's trace.
+   * `origin.trace` is the starting request's trace span (opaque), for the run's trace; `origin.taskUid`
+   * the task the run executes (its usage is booked to it; a task run's `input.task` says it too).
    */
-  async start(input: StartRunRequest, caller: Caller, origin: { trace?: unknown } = {}): Promise<RunView> {
+  async start(input: StartRunRequest, caller: Caller, origin: { trace?: unknown; taskUid?: number } = {}): Promise<RunView> {
     // Which release a run sends is decided here, from its label; never taken from a caller.
-    const request: StartRunRequest = { ...input, releaseId: null, taskUid: input.task?.uid ?? null };
+    const request: StartRunRequest = { ...input, releaseId: null };
     this.preparer.checkRequest(request, caller);
-    const prepared = await this.preparer.prepare(request, true);
+    const booking = { beUser: caller.beUser, source: caller.source, taskUid: origin.taskUid ?? input.task?.uid ?? 0 };
+    const prepared = await this.preparer.prepare(request, true, booking);
     const release = prepared.release;
     const task = request.task ?? null;
-    const stored: StoredRunRequest = { request: { ...normalisedRequest(request), ...(release ? { label: release.label, releaseId: release.id } : {}) }, startedBy: caller.name, beUser: caller.beUser, source: caller.source };
+    const stored: StoredRunRequest = {
+      request: { ...normalisedRequest(request), ...(release ? { label: release.label, releaseId: release.id } : {}) },
+      startedBy: caller.name,
+      ...booking,
+    };
     const provenance: RunProvenance = release
       ? { releaseId: release.id, label: release.label, snippets: release.snippets, task }
       : { releaseId: null, label: null, snippets: await this.releases.composedVersions(prepared.composedSnippets), task };
@@ -209,7 +218,7 @@ export class RunService {
 /** The request as stored: only what a run needs to be prepared again. */
 function normalisedRequest(request: StartRunRequest): StartRunRequest {
   const copy: StartRunRequest = { configuration: request.configuration, prompt: request.prompt };
-  for (const key of ['tools', 'forcedSnippets', 'forcedSkills', 'systemPrompt', 'maxRounds', 'maxTokens', 'temperature', 'captureRaw', 'dryRun', 'stream', 'approvalRequired', 'approvalTimeoutSeconds', 'maxTotalTokens', 'maxCost', 'label', 'releaseId', 'responseFormat', 'outputSchema', 'task', 'taskUid'] as const) {
+  for (const key of ['tools', 'forcedSnippets', 'forcedSkills', 'systemPrompt', 'maxRounds', 'maxTokens', 'temperature', 'captureRaw', 'dryRun', 'stream', 'approvalRequired', 'approvalTimeoutSeconds', 'maxTotalTokens', 'maxCost', 'label', 'releaseId', 'responseFormat', 'outputSchema', 'task'] as const) {
     copyGiven(copy, request, key);
   }
   return copy;

@@ -151,7 +151,7 @@ describe.each(testDialects)('task runs on %s', (dialect) => {
     expect(setup.provider.requests).toHaveLength(0);
   });
 
-  it('the task\'s skills follow the configuration\'s, and the run stores the task\'s uid on its request', async () => {
+  it('the task\'s skills follow the configuration\'s; the run stores the task\'s uid on its request and its usage is booked to the task', async () => {
     const skill = uniqueIdentifier('skill');
     await kit.createSkill({ identifier: skill, name: 'Style', body: 'Be brief.' });
     const setup = await kit.setup();
@@ -160,6 +160,9 @@ describe.each(testDialects)('task runs on %s', (dialect) => {
     const result = await runTaskOk({ task, input: 'x' });
     expect(result.appliedSkills).toEqual([skill]);
     const [row] = (await t.database.query('SELECT q.request AS request, t.uid AS taskUid FROM promptwire_run_request q JOIN tx_nrllm_agentrun r ON r.uid = q.run_uid JOIN tx_nrllm_task t ON t.identifier = ? WHERE r.uuid = ?', [task, result.run.id])) as { request: string; taskUid: number }[];
-    expect(JSON.parse(row!.request).request.taskUid).toBe(Number(row!.taskUid));
+    expect(JSON.parse(row!.request).taskUid).toBe(Number(row!.taskUid));
+    // The usage ledger books the call to the task (nr_llm's task_uid).
+    const booked = (await t.database.query('SELECT SUM(request_count) AS n FROM tx_nrllm_service_usage WHERE task_uid = ?', [Number(row!.taskUid)])) as { n: number | string | null }[];
+    expect(Number(booked[0]!.n)).toBe(1);
   });
 });

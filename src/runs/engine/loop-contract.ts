@@ -8,6 +8,7 @@ import type { CallOptions, ChatAdapter } from '../../providers/adapters/types';
 import type { ModelPrices } from '../../providers/cost';
 import type { AssemblyInput } from '../../prompt/run-messages';
 import type { ToolRegistry } from '../tools/tool-registry';
+import type { CallLedger } from './call-ledger';
 import type { RunBudget } from './run-machine';
 import type { LoopOutcome, RequestedToolCall, LoopDelta, LoopStep } from './loop-step';
 
@@ -153,6 +154,8 @@ export interface AgentLoopHooks {
    * false: every step is stored before the next action starts.
    */
   mayOverlapToolCall?(): boolean;
+  /** The usage ledger: asked before every provider call, told after every successful one. Absent: nothing is metered. */
+  ledger?: CallLedger;
   /** Streamed output while a call streams (`input.stream`); exceptions thrown here are logged and ignored. */
   onDelta?(delta: LoopDelta): void;
   logger: AgentLoopLogger;
