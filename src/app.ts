@@ -133,11 +133,11 @@ export async function createApp(config: AppConfig, options: AppOptions = {}): Pr
     // MCP skips tools named like a built-in one; runs offer MCP's tools: each asks the other lazily.
     const mcp = createMcpFeature(dataSource, core.identifiers, config, secrets, logger, () => parts.runs?.builtinToolNames() ?? []);
     parts.mcp = mcp;
-    const usage = createUsageFeature({ dataSource, dialect, config, logger, now: options.usageNow });
+    const usage = createUsageFeature({ dataSource, dialect, config, logger, configurations: core.configurations, now: options.usageNow });
     const runs = await createRunsFeature({ dataSource, services: core, config, cursors, logger, externalTools: mcp.toolSource, observer: operations.runObserver, callLedger: usage.ledger, options: options.runs });
     parts.runs = runs;
     const tasks = createTasksFeature({ dataSource, identifiers: core.identifiers, configurations: core.configurations, runs: runs.service, reader: runs.reader });
-    const services: Services = { ...core, runs: runs.service, runReader: runs.reader, runFeed: runs.feed, mcp: mcp.service, tasks };
+    const services: Services = { ...core, runs: runs.service, runReader: runs.reader, runFeed: runs.feed, mcp: mcp.service, tasks, usage: usage.service };
     operations.metrics.countOpenRunsWith(runs.countOpen);
 
     const generated = await core.tokens.bootstrap(config.adminToken);
