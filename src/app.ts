@@ -136,7 +136,7 @@ export async function createApp(config: AppConfig, options: AppOptions = {}): Pr
     const usage = createUsageFeature({ dataSource, dialect, config, logger, configurations: core.configurations, now: options.usageNow });
     const runs = await createRunsFeature({ dataSource, services: core, config, cursors, logger, externalTools: mcp.toolSource, observer: operations.runObserver, callLedger: usage.ledger, options: options.runs });
     parts.runs = runs;
-    const tasks = createTasksFeature({ dataSource, identifiers: core.identifiers, configurations: core.configurations, runs: runs.service, reader: runs.reader });
+    const tasks = createTasksFeature({ dataSource, identifiers: core.identifiers, configurations: core.configurations, runs: runs.service, reader: runs.reader, history: core.history });
     const services: Services = { ...core, runs: runs.service, runReader: runs.reader, runFeed: runs.feed, mcp: mcp.service, tasks, usage: usage.service };
     operations.metrics.countOpenRunsWith(runs.countOpen);
 

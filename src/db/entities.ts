@@ -18,6 +18,7 @@ import { RunApprovalDeadlineEntity } from '../runs/run-approval-deadline.entity'
 import { SkillEntity } from '../skills/skill.entity';
 import { PromptSnippetEntity } from '../snippets/snippet.entity';
 import { TaskExtensionEntity } from '../tasks/task-extension.entity';
+import { TaskReleaseEntity } from '../tasks/task-release.entity';
 import { TaskSkillEntity } from '../tasks/task-skill.entity';
 import { TaskEntity } from '../tasks/task.entity';
 import { ServiceUsageEntity } from '../usage/service-usage.entity';
@@ -46,6 +47,6 @@ export const typo3Entities = [
 ];
 
 /** The service's own tables (`promptwire_*`). */
-export const ownEntities = [ApiTokenEntity, ModelPriceEntity, RunLeaseEntity, RunRequestEntity, RunApprovalDeadlineEntity, PromptVersionEntity, McpCredentialEntity, WebhookEntity, WebhookDeliveryEntity, ConfigurationReleaseEntity, RunProvenanceEntity, TaskExtensionEntity];
+export const ownEntities = [ApiTokenEntity, ModelPriceEntity, RunLeaseEntity, RunRequestEntity, RunApprovalDeadlineEntity, PromptVersionEntity, McpCredentialEntity, WebhookEntity, WebhookDeliveryEntity, ConfigurationReleaseEntity, RunProvenanceEntity, TaskExtensionEntity, TaskReleaseEntity];
 
 export const allEntities = [...typo3Entities, ...ownEntities];

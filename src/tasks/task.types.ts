@@ -7,7 +7,7 @@ import { plainJsonText } from '../shared/php-json';
 import { fromUnix } from '../shared/time';
 import { taskVariablesOf, type DeclaredVariable, type VariableType, type VariableValue } from './task-rules';
 import { AgentRun, toAgentRun } from '../runs';
-import type { RenderedTask, TaskRecord, TaskRunResult } from './task.service';
+import type { RenderedTask, TaskRecord, TaskRelease as TaskReleaseRecord, TaskRunResult } from './task.service';
 
 @ObjectType({ simpleResolvers: true, description: 'A placeholder of the template: `input` (the task\'s input) or a named variable, declared or not (then a required string).' })
 export class TaskVariable {
@@ -155,6 +155,20 @@ export function toTaskRun(result: TaskRunResult): TaskRun {
     appliedSkills: result.appliedSkills,
     attempts: result.attempts,
   };
+}
+
+@ObjectType({ simpleResolvers: true, description: 'A task frozen under a label (publishTask).' })
+export class TaskRelease {
+  @Field(() => Int) id!: number;
+  @Field({ description: 'The task identifier.' }) task!: string;
+  @Field() label!: string;
+  @Field(() => Int, { description: 'The task version it froze.' }) version!: number;
+  @Field(() => String, { nullable: true }) author!: string | null;
+  @Field(() => DateTimeScalar) createdAt!: Date;
+}
+
+export function toTaskReleaseView(release: TaskReleaseRecord): TaskRelease {
+  return { ...release, createdAt: fromUnix(release.createdAt) };
 }
 
 @ObjectType({ simpleResolvers: true })
