@@ -14,6 +14,7 @@ import { PagingCursors } from './db/keyset';
 import { checkSharedSchema } from './db/shared-schema';
 import type { SqliteCheckpointer } from './db/sqlite-checkpointer';
 import { createLogger, type Logger } from './logger';
+import { createConversationsFeature, type ConversationsFeature } from './conversations';
 import { createMcpFeature, type McpFeature } from './mcp';
 import { createOperations, type Operations } from './operations/operations';
 import { PromptChangeDetector, RedisDetectorLease } from './prompt-history/change-detector';
@@ -57,6 +58,7 @@ interface Parts {
   core: CoreServices | null;
   mcp: McpFeature | null;
   runs: RunsFeature | null;
+  conversations: ConversationsFeature | null;
   /** SQLite files: the WAL checkpoint worker, stopped before the database closes. */
   checkpointer: SqliteCheckpointer | null;
 }
@@ -71,12 +73,13 @@ export async function createApp(config: AppConfig, options: AppOptions = {}): Pr
     onQuery: options.onQuery,
     sqliteCheckpoints: { logger },
   });
-  const parts: Parts = { promptEvents: null, revocations: null, leaseClient: null, detector: null, operations: null, core: null, mcp: null, runs: null, checkpointer };
+  const parts: Parts = { promptEvents: null, revocations: null, leaseClient: null, detector: null, operations: null, core: null, mcp: null, runs: null, conversations: null, checkpointer };
 
   let closing: Promise<void> | null = null;
   const close = (closeTransport?: () => Promise<void>): Promise<void> =>
     (closing ??= (async () => {
       await parts.detector?.stop();
+      parts.conversations?.stop();
       await parts.runs?.stop();
       // After the runs: their END's deliveries are in the outbox; an attempt cut short is due again at once.
       await parts.core?.webhookDispatcher.stop();
@@ -129,15 +132,38 @@ export async function createApp(config: AppConfig, options: AppOptions = {}): Pr
     // MCP skips tools named like a built-in one; runs offer MCP's tools: each asks the other lazily.
     const mcp = createMcpFeature(dataSource, core.identifiers, config, secrets, logger, () => parts.runs?.builtinToolNames() ?? []);
     parts.mcp = mcp;
-    const runs = await createRunsFeature({ dataSource, services: core, config, cursors, logger, externalTools: mcp.toolSource, observer: operations.runObserver, options: options.runs });
+    // Each turn of a conversation is a run; runs ask conversations for a turn's history and tell them of its END.
+    const conversations = createConversationsFeature({
+      dataSource,
+      dialect,
+      configurations: core.configurations,
+      runs: () => parts.runs!.service,
+      cursors,
+      logger,
+      retentionDays: config.conversationRetentionDays,
+    });
+    parts.conversations = conversations;
+    const runs = await createRunsFeature({
+      dataSource,
+      services: core,
+      config,
+      cursors,
+      logger,
+      externalTools: mcp.toolSource,
+      observer: operations.runObserver,
+      onRunEnded: conversations.onRunEnded,
+      historySource: (reference) => conversations.service.history(reference),
+      options: options.runs,
+    });
     parts.runs = runs;
-    const services: Services = { ...core, runs: runs.service, runReader: runs.reader, runFeed: runs.feed, mcp: mcp.service };
+    const services: Services = { ...core, runs: runs.service, runReader: runs.reader, runFeed: runs.feed, mcp: mcp.service, conversations: conversations.service };
     operations.metrics.countOpenRunsWith(runs.countOpen);
 
     const generated = await core.tokens.bootstrap(config.adminToken);
     if (generated) options.onBootstrapToken?.(generated);
     if (config.seedExamples && (await seedExamples(services))) logger.info('seeded the example data set into the empty database');
     await runs.start();
+    conversations.start();
     detector.start();
     core.webhookDispatcher.start();
 

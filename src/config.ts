@@ -107,6 +107,8 @@ export interface AppConfig {
   runLeaseSeconds: number;
   /** How often the tables TYPO3 may write are checked for external changes (ms). */
   promptChangePollMs: number;
+  /** Conversations idle longer than this many days are purged, hourly (CONVERSATION_RETENTION_DAYS). */
+  conversationRetentionDays: number;
   /** Serve GET /metrics without a token (METRICS_PUBLIC); otherwise a token of any role is needed. */
   metricsPublic: boolean;
   /** Per-token budgets of startRun and of other mutations (RATE_LIMIT_*). */
@@ -235,6 +237,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     providerMaxResponseBytes: integer('PROVIDER_MAX_RESPONSE_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     runLeaseSeconds: integer('RUN_LEASE_SECONDS', 15, 3, 600),
     promptChangePollMs: integer('PROMPT_CHANGE_POLL_MS', 2000, 100, 8000),
+    conversationRetentionDays: integer('CONVERSATION_RETENTION_DAYS', 30, 1, 36_500),
     metricsPublic: flag('METRICS_PUBLIC', false),
     rateLimits: rateLimitsFrom(integer),
     tracing: tracingFrom(env, integer, flag, problems),

@@ -11,6 +11,7 @@ import type { Dialect } from './db/data-source';
 import { IdentifierLock } from './db/identifier-lock';
 import type { PagingCursors } from './db/keyset';
 import type { Logger } from './logger';
+import type { ConversationService } from './conversations';
 import type { McpService } from './mcp';
 import { ModelService } from './providers/model.service';
 import type { PromptEventBus } from './prompt-history/prompt-event-bus';
@@ -54,9 +55,11 @@ export interface Services {
   /** Which runs changed, on every instance (runUpdated). */
   runFeed: RunFeedBus;
   mcp: McpService;
+  /** Multi-turn conversations; every turn a run. */
+  conversations: ConversationService;
 }
 
-export type CoreServices = Omit<Services, 'runs' | 'runReader' | 'runFeed' | 'mcp'>;
+export type CoreServices = Omit<Services, 'runs' | 'runReader' | 'runFeed' | 'mcp' | 'conversations'>;
 
 export function createCoreServices(
   dataSource: DataSource,

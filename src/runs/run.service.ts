@@ -6,6 +6,7 @@
  * Reading runs and serving their traces is RunReader's.
  */
 import crypto from 'node:crypto';
+import type { EntityManager } from 'typeorm';
 import type { Caller } from '../auth/roles';
 import type { ConfigurationService } from '../configurations/configuration.service';
 import type { PagingCursors } from '../db/keyset';
@@ -18,9 +19,10 @@ import type { ReleaseService } from '../releases/release.service';
 import type { SkillService } from '../skills/skill.service';
 import type { SnippetService } from '../snippets/snippet.service';
 import type { ToolDecisionRequest } from './engine/approval-decision';
+import { firstCallFit } from './engine/first-fit';
 import { RunApprovals } from './run-approvals';
 import { RunDriver } from './run-driver';
-import { RunPreparer, type StartRunRequest, type StoredRunRequest } from './run-preparer';
+import { RunPreparer, type HistorySource, type StartRunRequest, type StoredRunRequest } from './run-preparer';
 import { RunReader, type RunView } from './run-reader';
 import { RunStore, type RunEndedHook, type RunProvenance } from './run-store';
 import { RunSupervisor } from './run-supervisor';
@@ -29,8 +31,21 @@ import type { TraceBus } from './trace-bus';
 
 export type { ToolDecisionRequest } from './engine/approval-decision';
 export { UNSTORABLE_RESULT_MESSAGE } from './run-driver';
-export type { StartRunRequest } from './run-preparer';
+export type { HistoryReference, HistorySource, StartRunRequest } from './run-preparer';
 export type { RunPageRequest, RunView } from './run-reader';
+
+/** What a caller that builds on runs (a conversation turn) adds to a start. */
+export interface RunStartExtras {
+  /** The new run's id (uuid v4), chosen by the caller; default a fresh one. */
+  runId?: string;
+  /**
+   * Writes what belongs to the new run in the transaction that stores it;
+   * throwing stores nothing. `firstFit`: the context fit of the run's first
+   * model call (how many turns it drops; `measured` false when the
+   * transcript goes out unmeasured).
+   */
+  onCreated?: (manager: EntityManager, run: { uid: number; uuid: string }, firstFit: { droppedTurns: number; measured: boolean }) => Promise<void>;
+}
 
 export interface RunServiceOptions {
   /** How many steps a live watcher may fall behind before it is told to resubscribe. */
@@ -59,6 +74,8 @@ export interface RunServiceOptions {
   onRunEnded?: RunEndedHook;
   /** Writes and reads the cursors of runsConnection. */
   cursors: PagingCursors;
+  /** Reads a conversation turn's history again when its run goes on later. */
+  historySource?: HistorySource;
 }
 
 export class RunService {
@@ -112,7 +129,7 @@ export class RunService {
    * Validates everything, stores the run as QUEUED with its request, and starts driving it without waiting.
    * `origin.trace` is the starting request's trace span (opaque), for the run's trace.
    */
-  async start(input: StartRunRequest, caller: Caller, origin: { trace?: unknown } = {}): Promise<RunView> {
+  async start(input: StartRunRequest, caller: Caller, origin: { trace?: unknown } = {}, extra: RunStartExtras = {}): Promise<RunView> {
     // Which release a run sends is decided here, from its label; never taken from a caller.
     const request: StartRunRequest = { ...input, releaseId: null };
     this.preparer.checkRequest(request, caller);
@@ -123,11 +140,14 @@ export class RunService {
       ? { releaseId: release.id, label: release.label, snippets: release.snippets }
       : { releaseId: null, label: null, snippets: await this.releases.composedVersions(prepared.composedSnippets) };
     const leaseAt = Date.now();
+    const onCreated = extra.onCreated;
+    const firstFit = onCreated ? firstCallFit(prepared.loopInput) : null;
     const row = await this.store.createRun(
-      { uuid: crypto.randomUUID(), configurationUid: prepared.configuration.uid, configurationIdentifier: prepared.configuration.identifier, beUser: caller.beUser },
+      { uuid: extra.runId ?? crypto.randomUUID(), configurationUid: prepared.configuration.uid, configurationIdentifier: prepared.configuration.identifier, beUser: caller.beUser },
       this.driver.instanceId,
       JSON.stringify(stored),
       provenance,
+      onCreated && firstFit ? (manager, run) => onCreated(manager, run, { droppedTurns: firstFit.report.droppedTurns, measured: firstFit.deferred === null }) : undefined,
     );
     this.driver.leases.taken(row.uid, leaseAt);
     this.driver.drive(row, prepared, null, origin.trace ?? null);
@@ -173,7 +193,8 @@ export class RunService {
 /** The request as stored: only what a run needs to be prepared again. */
 function normalisedRequest(request: StartRunRequest): StartRunRequest {
   const copy: StartRunRequest = { configuration: request.configuration, prompt: request.prompt };
-  for (const key of ['tools', 'forcedSnippets', 'forcedSkills', 'systemPrompt', 'maxRounds', 'maxTokens', 'temperature', 'captureRaw', 'dryRun', 'stream', 'approvalRequired', 'approvalTimeoutSeconds', 'maxTotalTokens', 'maxCost', 'label', 'releaseId'] as const) {
+  // A conversation's history is not copied: the reference reads it again.
+  for (const key of ['tools', 'forcedSnippets', 'forcedSkills', 'systemPrompt', 'maxRounds', 'maxTokens', 'temperature', 'captureRaw', 'dryRun', 'stream', 'approvalRequired', 'approvalTimeoutSeconds', 'maxTotalTokens', 'maxCost', 'label', 'releaseId', 'conversation', 'sendOverBudget'] as const) {
     copyGiven(copy, request, key);
   }
   return copy;

@@ -159,7 +159,7 @@ export interface RunProgress {
   /** Tools offered with the last request. */
   lastToolsOffered: string[] | null;
   /** The last model answer. */
-  lastAnswer: { round: number; content: string; toolCalls: RequestedToolCall[]; withTools: boolean } | null;
+  lastAnswer: { round: number; content: string; toolCalls: RequestedToolCall[]; withTools: boolean; model?: string } | null;
   /** The turn whose tool calls are not all done yet. */
   openTurn: OpenTurn | null;
   /** A model call begun (CONTEXT stored) and not answered; null otherwise. */
@@ -246,7 +246,7 @@ export function applyStep(progress: RunProgress, step: RunStep, rules: Pick<RunR
       progress.round = step.round;
       const withTools = (progress.lastToolsOffered?.length ?? 0) > 0;
       if (step.round <= rules.maxRounds) progress.iterations = step.round;
-      progress.lastAnswer = { round: step.round, content: step.content, toolCalls: step.requestedToolCalls, withTools };
+      progress.lastAnswer = { round: step.round, content: step.content, toolCalls: step.requestedToolCalls, withTools, ...(step.model ? { model: step.model } : {}) };
       if (withTools && step.requestedToolCalls.length > 0) {
         progress.transcript?.push({
           role: 'assistant',
