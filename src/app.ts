@@ -22,13 +22,17 @@ import { InProcessPromptEventBus, type PromptEventBus, RedisPromptEventBus } fro
 import { createRunsFeature, type RunsFeature, type RunServiceOptions } from './runs';
 import { seedExamples } from './seed';
 import { createCoreServices, type CoreServices, type Services } from './services';
+import { createTasksFeature } from './tasks';
 import { loadOrCreateKeyFile, SecretBox } from './shared/secret-box';
+import { createUsageFeature } from './usage';
 
 export interface AppOptions {
   logger?: Logger;
   /** Called for every SQL statement (tests count queries with it). */
   onQuery?: (sql: string) => void;
   runs?: Partial<RunServiceOptions>;
+  /** Milliseconds since the epoch for the usage ledger (tests fix the day a call is booked on). */
+  usageNow?: () => number;
   /** Receives the generated bootstrap administrator token (printed once by main.ts). */
   onBootstrapToken?: (token: string) => void;
 }
@@ -132,6 +136,7 @@ export async function createApp(config: AppConfig, options: AppOptions = {}): Pr
     // MCP skips tools named like a built-in one; runs offer MCP's tools: each asks the other lazily.
     const mcp = createMcpFeature(dataSource, core.identifiers, config, secrets, logger, () => parts.runs?.builtinToolNames() ?? []);
     parts.mcp = mcp;
+    const usage = createUsageFeature({ dataSource, dialect, config, logger, now: options.usageNow });
     // Each turn of a conversation is a run; runs ask conversations for a turn's history and tell them of its END.
     const conversations = createConversationsFeature({
       dataSource,
@@ -151,12 +156,14 @@ export async function createApp(config: AppConfig, options: AppOptions = {}): Pr
       logger,
       externalTools: mcp.toolSource,
       observer: operations.runObserver,
+      callLedger: usage.ledger,
       onRunEnded: conversations.onRunEnded,
       historySource: (reference) => conversations.service.history(reference),
       options: options.runs,
     });
     parts.runs = runs;
-    const services: Services = { ...core, runs: runs.service, runReader: runs.reader, runFeed: runs.feed, mcp: mcp.service, conversations: conversations.service };
+    const tasks = createTasksFeature({ dataSource, identifiers: core.identifiers, configurations: core.configurations, runs: runs.service });
+    const services: Services = { ...core, runs: runs.service, runReader: runs.reader, runFeed: runs.feed, mcp: mcp.service, tasks, conversations: conversations.service };
     operations.metrics.countOpenRunsWith(runs.countOpen);
 
     const generated = await core.tokens.bootstrap(config.adminToken);

@@ -108,6 +108,12 @@ describe('loadConfig', () => {
     expect(loadConfig({ PROVIDER_MAX_RESPONSE_BYTES: '2048', RUN_LEASE_SECONDS: '30' })).toMatchObject({ providerMaxResponseBytes: 2048, runLeaseSeconds: 30 });
   });
 
+  it('USAGE_TIMEZONE names the zone of usage days: the process\'s by default, an unknown zone refused', () => {
+    expect(loadConfig({}).usageTimeZone).toBe(Intl.DateTimeFormat().resolvedOptions().timeZone);
+    expect(loadConfig({ USAGE_TIMEZONE: 'Europe/Berlin' }).usageTimeZone).toBe('Europe/Berlin');
+    expect(problemsOf({ USAGE_TIMEZONE: 'Mars/Olympus' })).toEqual([expect.stringMatching(/^USAGE_TIMEZONE must be an IANA time zone/)]);
+  });
+
   it('reads the query limits and refuses values out of range', () => {
     const config = loadConfig({ MAX_ALIASES: '5', MAX_QUERY_TOKENS: '800', MAX_QUERY_COST: '2000', MAX_RESPONSE_BYTES: '65536' });
     expect(config.queryLimits).toEqual({ maxAliases: 5, maxTokens: 800, maxCost: 2000, maxResponseBytes: 65536 });

@@ -109,6 +109,8 @@ export interface AppConfig {
   promptChangePollMs: number;
   /** Conversations idle longer than this many days are purged, hourly (CONVERSATION_RETENTION_DAYS). */
   conversationRetentionDays: number;
+  /** The IANA time zone whose midnight starts a usage day (USAGE_TIMEZONE; default: the process's, as PHP's default zone is TYPO3's). */
+  usageTimeZone: string;
   /** Serve GET /metrics without a token (METRICS_PUBLIC); otherwise a token of any role is needed. */
   metricsPublic: boolean;
   /** Per-token budgets of startRun and of other mutations (RATE_LIMIT_*). */
@@ -238,6 +240,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     runLeaseSeconds: integer('RUN_LEASE_SECONDS', 15, 3, 600),
     promptChangePollMs: integer('PROMPT_CHANGE_POLL_MS', 2000, 100, 8000),
     conversationRetentionDays: integer('CONVERSATION_RETENTION_DAYS', 30, 1, 36_500),
+    usageTimeZone: usageTimeZoneFrom(env.USAGE_TIMEZONE, problems),
     metricsPublic: flag('METRICS_PUBLIC', false),
     rateLimits: rateLimitsFrom(integer),
     tracing: tracingFrom(env, integer, flag, problems),
@@ -247,6 +250,17 @@ export function loadConfig(env: Env = process.env): AppConfig {
 
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+/** USAGE_TIMEZONE must name a zone the runtime knows (`Europe/Berlin`, `UTC`); unset: the process's zone. */
+function usageTimeZoneFrom(raw: string | undefined, problems: string[]): string {
+  const name = raw?.trim() || Intl.DateTimeFormat().resolvedOptions().timeZone;
+  try {
+    return new Intl.DateTimeFormat('en-US', { timeZone: name }).resolvedOptions().timeZone;
+  } catch {
+    problems.push(`USAGE_TIMEZONE must be an IANA time zone such as "Europe/Berlin" or "UTC", got "${raw}"`);
+    return 'UTC';
+  }
 }
 
 const RATE_LIMIT_ROLES: readonly RateLimitRole[] = ['ADMIN', 'EDITOR', 'VIEWER'];

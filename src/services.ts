@@ -26,6 +26,7 @@ import type { SecretBox } from './shared/secret-box';
 import { SkillService } from './skills/skill.service';
 import { SnippetRepository } from './snippets/snippet.repository';
 import { SnippetService } from './snippets/snippet.service';
+import type { TaskService } from './tasks';
 import { createWebhookFeature, type WebhookDispatcher, type WebhookOutbox, type WebhookService } from './webhooks';
 
 export interface Services {
@@ -55,11 +56,13 @@ export interface Services {
   /** Which runs changed, on every instance (runUpdated). */
   runFeed: RunFeedBus;
   mcp: McpService;
+  /** nr_llm's one-shot prompt tasks: CRUD, render, run. */
+  tasks: TaskService;
   /** Multi-turn conversations; every turn a run. */
   conversations: ConversationService;
 }
 
-export type CoreServices = Omit<Services, 'runs' | 'runReader' | 'runFeed' | 'mcp' | 'conversations'>;
+export type CoreServices = Omit<Services, 'runs' | 'runReader' | 'runFeed' | 'mcp' | 'tasks' | 'conversations'>;
 
 export function createCoreServices(
   dataSource: DataSource,

@@ -79,6 +79,20 @@ export class ConfigurationRepository {
     return this.dataSource.getRepository(ConfigurationEntity).createQueryBuilder('c').where('c.deleted = 0').andWhere('c.uid IN (:...uids)', { uids: [...uids] }).getMany();
   }
 
+  /**
+   * nr_llm's default configuration: the first active one marked default,
+   * neither deleted nor hidden (as Extbase reads it), in list order.
+   */
+  findActiveDefault(): Promise<ConfigurationEntity | null> {
+    return this.dataSource
+      .getRepository(ConfigurationEntity)
+      .createQueryBuilder('c')
+      .where('c.deleted = 0 AND c.hidden = 0 AND c.is_active = 1 AND c.is_default = 1')
+      .orderBy('c.sorting', 'ASC')
+      .addOrderBy('c.uid', 'ASC')
+      .getOne();
+  }
+
   private conditions(filter: TaggedListFilter): SqlCondition[] {
     return taggedListConditions(this.dialect, COLUMNS, filter);
   }

@@ -112,6 +112,11 @@ export class ConfigurationService {
     return this.dataSource.getRepository(ConfigurationEntity).findOne({ where: { uid, deleted: false } });
   }
 
+  /** The active default configuration (nr_llm's `findDefault`), used where a caller names none; null when there is none. */
+  async findActiveDefault(): Promise<ConfigurationEntity | null> {
+    return this.repository.findActiveDefault();
+  }
+
   async findByIdentifier(identifier: string): Promise<ConfigurationEntity | null> {
     return this.dataSource
       .getRepository(ConfigurationEntity)

@@ -20,6 +20,12 @@ import { RunRequestEntity } from '../runs/run-request.entity';
 import { RunApprovalDeadlineEntity } from '../runs/run-approval-deadline.entity';
 import { SkillEntity } from '../skills/skill.entity';
 import { PromptSnippetEntity } from '../snippets/snippet.entity';
+import { TaskExtensionEntity } from '../tasks/task-extension.entity';
+import { TaskSkillEntity } from '../tasks/task-skill.entity';
+import { TaskEntity } from '../tasks/task.entity';
+import { ServiceUsageEntity } from '../usage/service-usage.entity';
+import { ToolGroupStateEntity, ToolStateEntity } from '../usage/tool-state.entity';
+import { UserBudgetEntity } from '../usage/user-budget.entity';
 import { WebhookDeliveryEntity, WebhookEntity } from '../webhooks/webhook.entity';
 
 /** Tables TYPO3's `nr_llm` defines; with SCHEMA_MODE=shared the service never changes them. */
@@ -34,11 +40,17 @@ export const typo3Entities = [
   AgentRunEventEntity,
   McpServerEntity,
   McpToolEntity,
+  TaskEntity,
+  TaskSkillEntity,
+  UserBudgetEntity,
+  ServiceUsageEntity,
+  ToolStateEntity,
+  ToolGroupStateEntity,
   AiSessionEntity,
   AiSessionMessageEntity,
 ];
 
 /** The service's own tables (`promptwire_*`). */
-export const ownEntities = [ApiTokenEntity, ModelPriceEntity, RunLeaseEntity, RunRequestEntity, RunApprovalDeadlineEntity, PromptVersionEntity, McpCredentialEntity, WebhookEntity, WebhookDeliveryEntity, ConfigurationReleaseEntity, RunProvenanceEntity, ConversationOwnerEntity];
+export const ownEntities = [ApiTokenEntity, ModelPriceEntity, RunLeaseEntity, RunRequestEntity, RunApprovalDeadlineEntity, PromptVersionEntity, McpCredentialEntity, WebhookEntity, WebhookDeliveryEntity, ConfigurationReleaseEntity, RunProvenanceEntity, TaskExtensionEntity, ConversationOwnerEntity];
 
 export const allEntities = [...typo3Entities, ...ownEntities];

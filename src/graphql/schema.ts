@@ -11,10 +11,11 @@ import { ConfigurationReleaseResolver } from '../releases/release.resolver';
 import { RunResolver, RunStepResolver, runDeltasEvent, runTraceEvent } from '../runs/run.resolver';
 import { SkillResolver } from '../skills/skill.resolver';
 import { SnippetResolver } from '../snippets/snippet.resolver';
+import { TaskResolver } from '../tasks/task.resolver';
 import { WebhookResolver } from '../webhooks/webhook.resolver';
 import { authChecker } from './auth-checker';
 
-export const resolvers = [SnippetResolver, ProviderResolver, ModelResolver, ConfigurationResolver, SkillResolver, ApiTokenResolver, RunResolver, RunStepResolver, PromptHistoryResolver, McpServerResolver, WebhookResolver, ConfigurationReleaseResolver, ConversationResolver] as const;
+export const resolvers = [SnippetResolver, ProviderResolver, ModelResolver, ConfigurationResolver, SkillResolver, ApiTokenResolver, RunResolver, RunStepResolver, PromptHistoryResolver, McpServerResolver, WebhookResolver, ConfigurationReleaseResolver, TaskResolver, ConversationResolver] as const;
 
 /**
  * The schema is built from the resolver classes; `schema.graphql` is its committed print.

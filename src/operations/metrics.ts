@@ -6,7 +6,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { OperationDefinitionNode } from 'graphql';
-import type { RunStep } from '../runs';
+import type { LoopStep } from '../runs';
 import type { ObservedRun, RunObservation, RunObserver } from './run-observer';
 
 /** Node's process metrics (CPU, memory, event-loop lag, GC): one collector per process, shared by every server in it. */
@@ -124,7 +124,7 @@ export class ServiceMetrics implements RunObserver {
     let callStartedAt: number | null = null;
     let finished = false;
     return {
-      step: (step: RunStep, at: number) => {
+      step: (step: LoopStep, at: number) => {
         switch (step.kind) {
           case 'request':
             callStartedAt = at;

@@ -5,7 +5,7 @@
  * fails because of it (`combineRunObservers` swallows and logs its errors).
  */
 import type { Logger } from '../logger';
-import type { RunStep } from '../runs';
+import type { LoopStep } from '../runs';
 
 export interface ObservedRun {
   /** The run's public id (its uuid). */
@@ -23,7 +23,7 @@ export interface ObservedRun {
 
 export interface RunObservation {
   /** A step that is stored; `at` is when the loop handed it over, in epoch milliseconds (fractional). */
-  step(step: RunStep, at: number): void;
+  step(step: LoopStep, at: number): void;
   /** The run is over: its END is stored, or it was closed outside the loop. Called once. */
   finish(): void;
 }

@@ -65,7 +65,7 @@ import type { TraceQueries, TracingConfig } from '../config';
 import type { GraphQLContext } from '../graphql/context';
 import type { Logger } from '../logger';
 import type { ChatMessage } from '../providers/adapters/types';
-import type { LlmStep, RequestStep, RunStep } from '../runs';
+import type { LlmStep, RequestStep, LoopStep } from '../runs';
 import { preciseNow, type ObservedRun, type RunObservation, type RunObserver } from './run-observer';
 
 export interface Tracing extends RunObserver {
@@ -291,7 +291,7 @@ function observeRun(tracer: Tracer, run: ObservedRun, parent: Context, capture: 
   /** Undefined until the first batch; null when the run is not sampled. */
   let spans: RunSpans | null | undefined;
   /** Steps not yet made into spans, with when each was handed over. */
-  let buffered: Array<{ step: RunStep; at: number }> = [];
+  let buffered: Array<{ step: LoopStep; at: number }> = [];
   const drain = (): void => {
     const steps = buffered;
     buffered = [];
@@ -299,7 +299,7 @@ function observeRun(tracer: Tracer, run: ObservedRun, parent: Context, capture: 
     if (spans) for (const { step, at } of steps) spans.record(step, at);
   };
   return {
-    step(step: RunStep, at: number) {
+    step(step: LoopStep, at: number) {
       if (spans === null) return;
       buffered.push({ step, at });
       if (step.kind === 'end' || buffered.length >= SPAN_BATCH_STEPS) drain();
@@ -312,7 +312,7 @@ function observeRun(tracer: Tracer, run: ObservedRun, parent: Context, capture: 
 }
 
 interface RunSpans {
-  record(step: RunStep, at: number): void;
+  record(step: LoopStep, at: number): void;
   /** Ends the agent's span if its END never came. */
   finish(): void;
 }
@@ -368,7 +368,7 @@ function runSpans(tracer: Tracer, run: ObservedRun, parent: Context, capture: bo
     return span;
   };
 
-  const record = (step: RunStep, at: number): void => {
+  const record = (step: LoopStep, at: number): void => {
     switch (step.kind) {
       case 'request':
         pending = { step, at };

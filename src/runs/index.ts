@@ -24,18 +24,20 @@ import type { RunEndedHook } from './run-store';
 import { RunService, type HistorySource, type RunServiceOptions } from './run.service';
 import { createBuiltinToolRegistry } from './tools/builtin-tools';
 import type { ExternalToolSource } from './tools/tool-registry';
+import type { CallLedgerFactory } from './engine/call-ledger';
 import { InProcessTraceBus, RedisTraceBus, type TraceBus } from './trace-bus';
 
 export { AgentRun, ToolInfo, toAgentRun } from './run.types';
 export { isOpenRunStatus } from './run-status';
 export { ToolInputError, type ExternalTool, type ExternalToolSource } from './tools/tool-registry';
-export type { RunStep, LlmStep, RequestStep } from './engine/run-step';
+export type { LoopStep, LlmStep, RequestStep } from './engine/loop-step';
+export type { CallLedger, CallLedgerFactory, CallPermit, CallRefusal, LedgerAccount, LedgerCall } from './engine/call-ledger';
 export type { RunProvenance } from './run-store';
 export type { RunFeedBus } from './run-feed';
 export type { RunReader, RunView } from './run-reader';
-export type { HistoryReference, HistorySource, RunService, RunServiceOptions, RunStartExtras, StartRunRequest, ToolDecisionRequest } from './run.service';
+export type { HistoryReference, HistorySource, RunPreview, RunService, RunServiceOptions, RunStartExtras, StartRunRequest, ToolDecisionRequest } from './run.service';
 export type { RunEndedHook } from './run-store';
-export type { EndStep } from './engine/run-step';
+export type { EndStep } from './engine/loop-step';
 export type { StoredStep, TraceBus, BusListener } from './trace-bus';
 
 export interface RunsFeatureDeps {
@@ -53,6 +55,8 @@ export interface RunsFeatureDeps {
   onRunEnded?: RunEndedHook;
   /** Reads a conversation turn's history again when its run goes on later. */
   historySource?: HistorySource;
+  /** The usage ledger every provider call of a run is checked against and booked in. */
+  callLedger?: CallLedgerFactory;
   /** Options over the defaults (tests: adapters, queue sizes, timings). */
   options?: Partial<RunServiceOptions>;
 }
@@ -100,6 +104,7 @@ export async function createRunsFeature(deps: RunsFeatureDeps): Promise<RunsFeat
       providerMaxResponseBytes: config.providerMaxResponseBytes,
       externalTools: deps.externalTools,
       observer: deps.observer,
+      callLedger: deps.callLedger,
       onRunEnded: async (manager, loadRun, ended) => {
         const payload = new LazyPayload(async () => {
           const run = await loadRun();

@@ -11,10 +11,10 @@ import { unixNow } from '../shared/time';
 import { approvalTimeoutStep, decideApproval, pendingCallsOf, type ToolDecisionRequest } from './engine/approval-decision';
 import { clampMaxRounds } from './engine/loop-contract';
 import { rebuildProgress } from './engine/run-machine';
-import type { ApprovalStep } from './engine/run-step';
+import type { ApprovalStep } from './engine/loop-step';
 import type { RunDriver } from './run-driver';
 import type { RunReader, RunView } from './run-reader';
-import { asRunSteps, type RunStore } from './run-store';
+import { asLoopSteps, type RunStore } from './run-store';
 import { storedSpellings } from './run-status';
 import type { StoredStep, TraceBus } from './trace-bus';
 
@@ -38,7 +38,7 @@ export class RunApprovals {
     const steps = await this.store.stepsAfter(row.uid, 0);
     const stored = await this.driver.storedRequest(row);
     if (!stored) throw new ConflictError('The run cannot go on: what it was started with is not stored', 'runId');
-    const progress = rebuildProgress(asRunSteps(steps), { maxRounds: clampMaxRounds(stored.request.maxRounds) });
+    const progress = rebuildProgress(asLoopSteps(steps), { maxRounds: clampMaxRounds(stored.request.maxRounds) });
     const step = decideApproval(progress, decisions, caller.name);
     const decided = await this.storeDecision(row.uid, row.uuid, steps, step);
     if (!decided) throw new ConflictError('The run is no longer waiting for approval (decided or cancelled meanwhile)', 'runId');
@@ -64,7 +64,7 @@ export class RunApprovals {
       const stored = await this.driver.storedRequest(row);
       const steps = await this.store.stepsAfter(row.uid, 0);
       const last = steps[steps.length - 1]?.sequence ?? 0;
-      const progress = stored ? rebuildProgress(asRunSteps(steps), { maxRounds: clampMaxRounds(stored.request.maxRounds) }) : null;
+      const progress = stored ? rebuildProgress(asLoopSteps(steps), { maxRounds: clampMaxRounds(stored.request.maxRounds) }) : null;
       const pending = progress ? pendingCallsOf(progress) : [];
       if (!stored || !progress || pending.length === 0) {
         // Nothing to go on from: it ends as a run that cannot be resumed does.

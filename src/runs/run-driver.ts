@@ -9,11 +9,12 @@ import crypto from 'node:crypto';
 import type { Logger } from '../logger';
 import type { AgentRunEntity } from './agent-run.entity';
 import { driveRun } from './engine/agent-loop';
+import type { CallLedger } from './engine/call-ledger';
 import { INTERNAL_ERROR_MESSAGE, RunTakenOver, type AgentLoopInput, type StepExtras } from './engine/loop-contract';
-import type { EndStep, RunDelta, RunStep, TerminationReason } from './engine/run-step';
+import type { EndStep, LoopDelta, LoopStep, TerminationReason } from './engine/loop-step';
 import { LeaseClock } from './lease-clock';
-import type { PreparedRun, RunPreparer, StoredRunRequest } from './run-preparer';
-import { asRunStep, asRunSteps, LeaseLostError, type RunStore } from './run-store';
+import { bookingOf, type PreparedRun, type RunPreparer, type StoredRunRequest } from './run-preparer';
+import { asLoopStep, asLoopSteps, LeaseLostError, type RunStore } from './run-store';
 import { closeRun, type RunEndStatus } from './run-supervisor';
 import type { RunServiceOptions } from './run.service';
 import { preciseNow, type RunObservation } from '../operations/run-observer';
@@ -86,10 +87,12 @@ export class RunDriver {
     const input: AgentLoopInput = {
       ...prepared.loopInput,
       signal: controller.signal,
-      ...(resume ? { resume: { steps: asRunSteps(resume.steps), afterCrash: resume.afterCrash } } : {}),
+      ...(resume ? { resume: { steps: asLoopSteps(resume.steps), afterCrash: resume.afterCrash } } : {}),
     };
     const lastSequence = resume ? (resume.steps[resume.steps.length - 1]?.sequence ?? 0) : 0;
-    const done = this.execute(row, input, lastSequence, observation).finally(() => {
+    // A dry run calls no provider: nothing to check or book.
+    const ledger = prepared.dryRun ? undefined : this.options.callLedger?.forRun(prepared.account);
+    const done = this.execute(row, input, lastSequence, observation, ledger).finally(() => {
       this.leases.released(row.uid);
       stopListening();
       this.active.delete(row.uuid);
@@ -97,11 +100,11 @@ export class RunDriver {
     this.active.set(row.uuid, { uid: row.uid, controller, dryRun: prepared.dryRun, done });
   }
 
-  private async execute(row: AgentRunEntity, input: AgentLoopInput, lastSequence: number, observation?: RunObservation): Promise<void> {
+  private async execute(row: AgentRunEntity, input: AgentLoopInput, lastSequence: number, observation?: RunObservation, ledger?: CallLedger): Promise<void> {
     // Let startRun answer before the first step is written.
     await new Promise((resolve) => setImmediate(resolve));
     let sequence = lastSequence;
-    const recordStep = async (step: RunStep, extras?: StepExtras): Promise<void> => {
+    const recordStep = async (step: LoopStep, extras?: StepExtras): Promise<void> => {
       // Persist, then publish: a watcher that arrives late reads what it missed from the table.
       // The sequence number advances only once the step is stored, so a failed write leaves no gap.
       const handedOverAt = observation ? preciseNow() : 0;
@@ -109,14 +112,15 @@ export class RunDriver {
       sequence = stored.sequence;
       this.bus.publish(row.uuid, { type: 'step', step: stored });
       // The step as stored: the loop's own, or the small FAILED END that replaced one that could not be stored.
-      observation?.step(asRunStep(stored), handedOverAt);
+      observation?.step(asLoopStep(stored), handedOverAt);
     };
     try {
       if (input.resume === undefined) await this.withStoreRetries(row, 'mark the run running', () => this.store.markRunning(row.uid));
       const outcome = await driveRun(input, {
         recordStep,
+        ledger,
         mayOverlapToolCall: () => this.leases.mayOverlap(row.uid),
-        onDelta: (delta: RunDelta) => this.bus.publish(row.uuid, { type: 'delta', delta }),
+        onDelta: (delta: LoopDelta) => this.bus.publish(row.uuid, { type: 'delta', delta }),
         logger: { warn: (obj, msg) => this.logger.warn({ runId: row.uuid, ...obj }, msg), error: (obj, msg) => this.logger.error({ runId: row.uuid, ...obj }, msg) },
       });
       if (outcome.status === 'WAITING_FOR_APPROVAL') {
@@ -141,7 +145,7 @@ export class RunDriver {
   async goOn(row: AgentRunEntity, stored: StoredRunRequest, steps: StoredStep[], afterCrash: boolean): Promise<void> {
     let prepared: PreparedRun;
     try {
-      prepared = await this.preparer.prepare(stored.request, false);
+      prepared = await this.preparer.prepare(stored.request, false, bookingOf(stored));
     } catch (error) {
       const message = error instanceof Error && 'extensions' in error ? error.message : INTERNAL_ERROR_MESSAGE;
       this.logger.warn({ runId: row.uuid, errorClass: className(error) }, 'a run could not be prepared to go on');
@@ -168,7 +172,7 @@ export class RunDriver {
    * When even that fails, the run's lease is no longer renewed and
    * housekeeping closes the run once the database answers again.
    */
-  private async storeStep(row: AgentRunEntity, sequence: number, step: RunStep, extras?: StepExtras): Promise<StoredStep> {
+  private async storeStep(row: AgentRunEntity, sequence: number, step: LoopStep, extras?: StepExtras): Promise<StoredStep> {
     try {
       return await this.withStoreRetries(row, `store step ${sequence}`, () => this.appendStepOnce(row.uid, sequence, step, extras));
     } catch (error) {
@@ -188,7 +192,7 @@ export class RunDriver {
   }
 
   /** One attempt; a retry after a write whose answer was lost finds the step stored and does not write it twice. */
-  private async appendStepOnce(runUid: number, sequence: number, step: RunStep, extras?: StepExtras): Promise<StoredStep> {
+  private async appendStepOnce(runUid: number, sequence: number, step: LoopStep, extras?: StepExtras): Promise<StoredStep> {
     try {
       // Written only while this instance holds the run's lease (see RunStore.insertAsOwner).
       return await this.store.appendStep(runUid, sequence, step, extras, this.instanceId);

@@ -22,6 +22,7 @@ import { plainValueOf, type PhpArray } from '../shared/php-json';
 import type { SkillEntity } from '../skills/skill.entity';
 import type { SkillService } from '../skills/skill.service';
 import { ActiveSnippetIndex, type SnippetService } from '../snippets/snippet.service';
+import type { LedgerAccount } from './engine/call-ledger';
 import type { AgentLoopInput } from './engine/loop-contract';
 import { releaseCallOptions, checkLabel } from '../releases/release-rules';
 import { skillInputOf, type ReleaseService, type StoredRelease } from '../releases/release.service';
@@ -52,6 +53,8 @@ export interface StartRunRequest {
   approvalTimeoutSeconds?: number | null;
   /** Run the configuration's release with this label instead of its current state. */
   label?: string | null;
+  /** `json`: ask the provider for JSON (nr_llm's `response_format` call option, merged over the configuration's). */
+  responseFormat?: 'json' | null;
   /**
    * The release the label meant when the run started (set by the service,
    * never by a caller): a run that goes on later runs this release even if
@@ -87,12 +90,26 @@ export interface StoredRunRequest {
   beUser?: number;
   /** The starting token's integration ('' = none). */
   source?: string;
+  /** The task the run executes (`tx_nrllm_task` uid; absent = none): its usage is booked to it. */
+  taskUid?: number;
   /**
    * Someone asked to cancel the run while it was driven elsewhere: an
    * instance that takes the run up after its driver died ends it CANCELLED
    * instead of going on.
    */
   cancelRequested?: true;
+}
+
+/** Whom a run's provider calls are booked to. */
+export interface RunBooking {
+  beUser: number;
+  source: string;
+  taskUid: number;
+}
+
+/** The booking of a stored run (requests stored before tokens had an identity book to nobody). */
+export function bookingOf(stored: StoredRunRequest): RunBooking {
+  return { beUser: stored.beUser ?? 0, source: stored.source ?? '', taskUid: stored.taskUid ?? 0 };
 }
 
 /** A run ready to drive: the loop's input (without its cancellation signal) and what observers want to know. */
@@ -105,6 +122,8 @@ export interface PreparedRun {
   release: StoredRelease | null;
   /** The snippets composed into the system prompt, in prompt order (for a release: as it froze them). */
   composedSnippets: readonly PromptSnippetEntity[];
+  /** What the run's provider calls are checked against and booked to (the usage ledger). */
+  account: LedgerAccount;
 }
 
 export interface RunPreparerOptions {
@@ -174,7 +193,7 @@ export class RunPreparer {
    * longer offered (its pending call is then refused as no longer
    * permitted), and a snippet or skill deleted since contributes nothing.
    */
-  async prepare(request: StartRunRequest, strict: boolean): Promise<PreparedRun> {
+  async prepare(request: StartRunRequest, strict: boolean, booking: RunBooking = { beUser: 0, source: '', taskUid: 0 }): Promise<PreparedRun> {
     // External tools are only read (and only reach their servers) for a run that names one.
     const names = [...(request.tools ?? []), ...(request.approvalRequired ?? [])];
     const tools = names.some((name) => !this.tools.has(name)) && this.options.externalTools ? this.tools.withExternal(await this.options.externalTools.toolsForRun()) : this.tools;
@@ -237,6 +256,7 @@ export class RunPreparer {
     const overrides: PhpArray = new Map();
     if (request.maxTokens != null) overrides.set('max_tokens', BigInt(Math.trunc(request.maxTokens)));
     if (request.temperature != null) overrides.set('temperature', request.temperature);
+    if (request.responseFormat === 'json') overrides.set('response_format', 'json');
     // plainValueOf: an option integer beyond 2^53 stays a bigint and reaches the wire body with its digits (plainJsonText).
     const callOptions = release ? withModel(plainValueOf(releaseCallOptions(release.callOptions, overrides, model)) as Record<string, unknown>, model) : callOptionsFor(configuration, model, activeSnippets!, overrides);
 
@@ -250,6 +270,14 @@ export class RunPreparer {
       release,
       composedSnippets: activeSnippets ? selectedSnippetsOf(configuration, activeSnippets) : [],
       providerType: provider && !dryRun ? provider.adapterType : null,
+      account: {
+        ...booking,
+        configurationUid: configuration.uid,
+        configurationCaps: { requests: configuration.maxRequestsPerDay, tokens: configuration.maxTokensPerDay, cost: configuration.maxCostPerDay },
+        modelUid: model?.uid ?? 0,
+        modelId: typeof callOptions.model === 'string' ? callOptions.model : '',
+        providerType: provider?.adapterType ?? '',
+      },
       loopInput: {
         adapter,
         model: { contextLength: model?.contextLength ?? 0, maxOutputTokens: model?.maxOutputTokens ?? 0, prices: isPriced(prices) ? prices : null },

@@ -10,10 +10,11 @@ import { getShapedArrays, getShapedEntityRows } from '../db/raw-rows';
 import type { ReleasedRecord } from '../releases/release-rules';
 import { AgentRunEventEntity } from './agent-run-event.entity';
 import { AgentRunEntity } from './agent-run.entity';
-import type { RequestedToolCall, RunStep } from './engine/run-step';
+import type { RequestedToolCall, LoopStep } from './engine/loop-step';
+import type { RunState } from './engine/run-machine';
 import { RunLeaseEntity } from './run-lease.entity';
 import { RunProvenanceEntity } from './run-provenance.entity';
-import { KNOWN_READ_STATUSES, OPEN_STORED_STATUSES, readRunStatus, readStatusesShownAs, type RunStatus as ShownStatus } from './run-status';
+import { KNOWN_READ_STATUSES, OPEN_STORED_STATUSES, readRunStatus, readStatusesShownAs } from './run-status';
 import type { StoredStep } from './trace-bus';
 
 const OPEN = [...OPEN_STORED_STATUSES];
@@ -35,13 +36,13 @@ export function toStoredStep(row: AgentRunEventEntity): StoredStep {
  * written from one (appendStep, closeIfOpen, resumeWithDecisions), with its
  * sequence number beside it. The one place that says so.
  */
-export function asRunStep(step: StoredStep): RunStep {
-  return step as unknown as RunStep;
+export function asLoopStep(step: StoredStep): LoopStep {
+  return step as unknown as LoopStep;
 }
 
-/** `asRunStep` for a run's steps. */
-export function asRunSteps(steps: readonly StoredStep[]): RunStep[] {
-  return steps.map(asRunStep);
+/** `asLoopStep` for a run's steps. */
+export function asLoopSteps(steps: readonly StoredStep[]): LoopStep[] {
+  return steps.map(asLoopStep);
 }
 
 export interface RunProvenance {
@@ -53,7 +54,7 @@ export interface RunProvenance {
 /** Filters of the run list; given ones combine with AND. */
 export interface RunListFilter {
   /** Runs the API shows with one of these statuses; null = any. */
-  statuses: readonly ShownStatus[] | null;
+  statuses: readonly RunState[] | null;
   /** A configuration identifier, lower case, compared without case with the one the run recorded. */
   configuration: string | null;
   /** A release label (lower case, as stored) the run was started with. */

@@ -14,17 +14,16 @@ import { BadUserInputError, NotFoundError, SubscriberLaggedError } from '../shar
 import type { AgentRunEntity } from './agent-run.entity';
 import { BoundedQueue } from './bounded-queue';
 import { LiveTraceIterator, ReleasingIterator } from './live-trace';
-import { isOpenRunState } from './engine/run-machine';
-import type { RequestedToolCall, RunDelta } from './engine/run-step';
+import { isOpenRunState, type RunState } from './engine/run-machine';
+import type { RequestedToolCall, LoopDelta } from './engine/loop-step';
 import { RUN_KEY_KINDS, RUN_LIST, type RunListFilter, type RunProvenance, type RunStore } from './run-store';
-import type { RunStatus } from './run-status';
 import type { StoredStep, TraceBus } from './trace-bus';
 
 /** One page of the run list as a client asks for it (`runsConnection`). */
 export interface RunPageRequest {
   first: number;
   after?: string | null;
-  status?: readonly RunStatus[] | null;
+  status?: readonly RunState[] | null;
   /** A configuration identifier. */
   configuration?: string | null;
   /** A release label. */
@@ -229,10 +228,10 @@ export class RunReader {
   }
 
   /** Live content/thinking deltas of a running run; not stored, so there is nothing to replay. Ends with the run. */
-  async openDeltas(uuid: string): Promise<AsyncIterableIterator<RunDelta | SubscriberLaggedError>> {
+  async openDeltas(uuid: string): Promise<AsyncIterableIterator<LoopDelta | SubscriberLaggedError>> {
     const row = await this.store.findRun(uuid);
     if (!row) throw new NotFoundError(`No run with id "${uuid}"`, 'runId');
-    const queue = new BoundedQueue<RunDelta | null>(this.options.watcherQueueSize * 16);
+    const queue = new BoundedQueue<LoopDelta | null>(this.options.watcherQueueSize * 16);
     // As for a trace, not the row: the watcher keeps it for as long as it watches.
     return new ReleasingIterator(this.deltas(row.uuid, row.status, queue), queue);
   }
@@ -355,7 +354,7 @@ export class RunReader {
     return false;
   }
 
-  private async *deltas(uuid: string, status: string, queue: BoundedQueue<RunDelta | null>): AsyncGenerator<RunDelta | SubscriberLaggedError> {
+  private async *deltas(uuid: string, status: string, queue: BoundedQueue<LoopDelta | null>): AsyncGenerator<LoopDelta | SubscriberLaggedError> {
     if (!this.drivenHere.has(uuid) && status !== 'QUEUED' && status !== 'RUNNING') return;
     const unsubscribe = this.bus.subscribe(uuid, (message) => {
       if (message.type === 'delta') queue.push(message.delta);

@@ -1,8 +1,9 @@
-import { KNOWN_READ_STATUSES, publicRunStatus, readRunStatus, readStatusesShownAs, type RunStatus } from './run-status';
+import type { RunState } from './engine/run-machine';
+import { KNOWN_READ_STATUSES, publicRunStatus, readRunStatus, readStatusesShownAs } from './run-status';
 
 describe('the run list finds a run under the status it shows', () => {
   const stored = ['queued', 'RUNNING', ' running ', 'waiting_for_approval', 'waiting_for_input', 'completed', 'failed', 'cancelled', 'CANCELLED', '', 'paused', 'done'];
-  const statuses: RunStatus[] = ['QUEUED', 'RUNNING', 'WAITING_FOR_APPROVAL', 'COMPLETED', 'FAILED', 'CANCELLED'];
+  const statuses: RunState[] = ['QUEUED', 'RUNNING', 'WAITING_FOR_APPROVAL', 'COMPLETED', 'FAILED', 'CANCELLED'];
 
   it.each(statuses)('%s', (status) => {
     const { values, unknownToo } = readStatusesShownAs([status]);

@@ -9,8 +9,6 @@
 import type { ValueTransformer } from 'typeorm';
 import { OPEN_RUN_STATES, RUN_STATES, type RunState } from './engine/run-machine';
 
-export type RunStatus = RunState;
-
 /**
  * The stored values that mean one of `states`, for SQL that compares the
  * column itself: nr_llm's lower case and the upper case older versions of
@@ -24,7 +22,7 @@ export function storedSpellings(...states: RunState[]): string[] {
 export const OPEN_STORED_STATUSES: readonly string[] = storedSpellings(...OPEN_RUN_STATES);
 
 /** What the service writes for a status: nr_llm's value. */
-export function storedRunStatus(status: RunStatus): string {
+export function storedRunStatus(status: RunState): string {
   return status.toLowerCase();
 }
 
@@ -42,7 +40,7 @@ export function readRunStatus(value: unknown): string {
  * keeps waiting for input (`waiting_for_input`, which this service does not
  * have) is not finished, so RUNNING; anything else FAILED.
  */
-export function publicRunStatus(value: string): RunStatus {
+export function publicRunStatus(value: string): RunState {
   switch (value) {
     case 'QUEUED':
     case 'RUNNING':
@@ -67,7 +65,7 @@ export const KNOWN_READ_STATUSES: readonly string[] = [...RUN_STATES, 'WAITING_F
  * them: the known values that map to them, and whether any unknown value does
  * (those show as FAILED).
  */
-export function readStatusesShownAs(statuses: readonly RunStatus[]): { values: string[]; unknownToo: boolean } {
+export function readStatusesShownAs(statuses: readonly RunState[]): { values: string[]; unknownToo: boolean } {
   const wanted = new Set<string>(statuses);
   return {
     values: KNOWN_READ_STATUSES.filter((value) => wanted.has(publicRunStatus(value))),

@@ -11,18 +11,16 @@ import { RunLeaseEntity } from './run-lease.entity';
 import { RunProvenanceEntity } from './run-provenance.entity';
 import { RunRequestEntity } from './run-request.entity';
 import { RunApprovalDeadlineEntity } from './run-approval-deadline.entity';
-import type { ApprovalStep, EndStep, RunStep } from './engine/run-step';
+import type { ApprovalStep, EndStep, LoopStep } from './engine/loop-step';
 import type { StoredStep } from './trace-bus';
 import { RunQueries, type RunProvenance } from './run-queries';
 import { storedCost, storedInt } from './engine/usage-limits';
 import { OPEN_STORED_STATUSES, storedSpellings } from './run-status';
 
-export { asRunStep, asRunSteps, RUN_KEY_KINDS, RUN_LIST, RunQueries, toStoredStep, type RunListFilter, type RunProvenance } from './run-queries';
+export { asLoopStep, asLoopSteps, RUN_KEY_KINDS, RUN_LIST, RunQueries, toStoredStep, type RunListFilter, type RunProvenance } from './run-queries';
 
 /** Written into `claimed_by` of the runs this service executes; nr_llm's own workers write their ids there. */
 export const RUN_OWNER_MARK = 'promptwire';
-
-export type { RunState as RunStatus } from './engine/run-machine';
 
 const OPEN = [...OPEN_STORED_STATUSES];
 
@@ -147,7 +145,7 @@ export class RunStore extends RunQueries {
    * `suspendedState`: with the APPROVAL step that makes the run wait, what
    * TYPO3 reads from `suspended_state` (see `engine/suspended-state.ts`).
    */
-  async appendStep(runUid: number, sequence: number, step: RunStep, extras: { suspendedState?: string } = {}, owner: string | null = null): Promise<StoredStep> {
+  async appendStep(runUid: number, sequence: number, step: LoopStep, extras: { suspendedState?: string } = {}, owner: string | null = null): Promise<StoredStep> {
     const { kind, round, durationMs, ...payload } = step;
     const event = { run: runUid, sequence, kind, round, durationMs: Math.round(durationMs * 100) / 100, payload: JSON.stringify(payload), crdate: unixNow() };
     // updateEntity(false): TypeORM would otherwise read every inserted row back (a SELECT per step on SQLite).

@@ -11,7 +11,7 @@ import { ConflictError, NotFoundError } from '../shared/errors';
 import { unixNow } from '../shared/time';
 import type { AgentRunEntity } from './agent-run.entity';
 import { isOpenRunState } from './engine/run-machine';
-import type { EndStep, TerminationReason } from './engine/run-step';
+import type { EndStep, TerminationReason } from './engine/loop-step';
 import { leaseIsStale } from './lease-clock';
 import type { RunApprovals } from './run-approvals';
 import { className, errorCode, type RunDriver } from './run-driver';

@@ -14,7 +14,7 @@ import { redactSecretsInJson } from '../providers/adapters/errors';
 import { eventStream } from '../prompt-history/event-stream';
 import { NotFoundError, SubscriberLaggedError, UnauthenticatedError } from '../shared/errors';
 import type { RunChanged } from './run-feed';
-import type { RunDelta as EngineDelta } from './engine/run-step';
+import type { LoopDelta } from './engine/loop-step';
 import { AgentRun, AgentRunConnection, RunDelta, RunFilter, RunStep, StartRunInput, ToolDecisionInput, ToolInfo, toAgentRun, toRunStep } from './run.types';
 import type { StoredStep } from './trace-bus';
 
@@ -42,7 +42,7 @@ export function runTraceEvent(payload: StoredStep | SubscriberLaggedError): RunS
 }
 
 /** One runDeltas event as its subscribers get it (the field's resolver; see SYNCHRONOUS_EVENT_RESOLVERS). */
-export function runDeltasEvent(payload: EngineDelta | SubscriberLaggedError): RunDelta {
+export function runDeltasEvent(payload: LoopDelta | SubscriberLaggedError): RunDelta {
   return unwrap(payload);
 }
 
@@ -198,7 +198,7 @@ export class RunResolver {
       return context.services.runReader.openDeltas(args.runId);
     },
   })
-  runDeltas(@Root() payload: EngineDelta | SubscriberLaggedError, @Arg('runId', () => ID) _runId: string): RunDelta {
+  runDeltas(@Root() payload: LoopDelta | SubscriberLaggedError, @Arg('runId', () => ID) _runId: string): RunDelta {
     return runDeltasEvent(payload);
   }
 }

@@ -7,12 +7,14 @@
  */
 import crypto from 'node:crypto';
 import type { EntityManager } from 'typeorm';
+import type { CallLedgerFactory } from './engine/call-ledger';
 import type { Caller } from '../auth/roles';
 import type { ConfigurationService } from '../configurations/configuration.service';
 import type { PagingCursors } from '../db/keyset';
 import type { Logger } from '../logger';
 import type { RunObserver } from '../operations/run-observer';
-import type { ChatAdapter } from '../providers/adapters/types';
+import type { CallOptions, ChatAdapter, ChatMessage } from '../providers/adapters/types';
+import { assembleRunMessages } from '../prompt/run-messages';
 import type { ModelService } from '../providers/model.service';
 import type { ProviderService } from '../providers/provider.service';
 import type { ReleaseService } from '../releases/release.service';
@@ -47,6 +49,19 @@ export interface RunStartExtras {
   onCreated?: (manager: EntityManager, run: { uid: number; uuid: string }, firstFit: { droppedTurns: number; measured: boolean }) => Promise<void>;
 }
 
+/** What a run would send first (`RunService.preview`). */
+export interface RunPreview {
+  configuration: string;
+  release: { id: number; label: string } | null;
+  /** The effective system prompt (message 0 when not empty). */
+  systemPrompt: string;
+  /** The first request's messages, before context fitting. */
+  messages: ChatMessage[];
+  callOptions: CallOptions;
+  /** Identifiers of the skills in the skill block, in block order. */
+  appliedSkills: string[];
+}
+
 export interface RunServiceOptions {
   /** How many steps a live watcher may fall behind before it is told to resubscribe. */
   watcherQueueSize: number;
@@ -72,6 +87,8 @@ export interface RunServiceOptions {
   observer?: RunObserver | null;
   /** Writes what a finished run raises (webhook deliveries) in the transaction of its END. */
   onRunEnded?: RunEndedHook;
+  /** Checks every provider call against the usage budgets and books it (src/usage); absent: nothing is metered. */
+  callLedger?: CallLedgerFactory;
   /** Writes and reads the cursors of runsConnection. */
   cursors: PagingCursors;
   /** Reads a conversation turn's history again when its run goes on later. */
@@ -127,15 +144,21 @@ export class RunService {
 
   /**
    * Validates everything, stores the run as QUEUED with its request, and starts driving it without waiting.
-   * `origin.trace` is the starting request's trace span (opaque), for the run's trace.
+   * `origin.trace` is the starting request's trace span (opaque), for the run's trace; `origin.taskUid`
+   * the task the run executes (its usage is booked to it).
    */
-  async start(input: StartRunRequest, caller: Caller, origin: { trace?: unknown } = {}, extra: RunStartExtras = {}): Promise<RunView> {
+  async start(input: StartRunRequest, caller: Caller, origin: { trace?: unknown; taskUid?: number } = {}, extra: RunStartExtras = {}): Promise<RunView> {
     // Which release a run sends is decided here, from its label; never taken from a caller.
     const request: StartRunRequest = { ...input, releaseId: null };
     this.preparer.checkRequest(request, caller);
-    const prepared = await this.preparer.prepare(request, true);
+    const booking = { beUser: caller.beUser, source: caller.source, taskUid: origin.taskUid ?? 0 };
+    const prepared = await this.preparer.prepare(request, true, booking);
     const release = prepared.release;
-    const stored: StoredRunRequest = { request: { ...normalisedRequest(request), ...(release ? { label: release.label, releaseId: release.id } : {}) }, startedBy: caller.name, beUser: caller.beUser, source: caller.source };
+    const stored: StoredRunRequest = {
+      request: { ...normalisedRequest(request), ...(release ? { label: release.label, releaseId: release.id } : {}) },
+      startedBy: caller.name,
+      ...booking,
+    };
     const provenance: RunProvenance = release
       ? { releaseId: release.id, label: release.label, snippets: release.snippets }
       : { releaseId: null, label: null, snippets: await this.releases.composedVersions(prepared.composedSnippets) };
@@ -153,6 +176,25 @@ export class RunService {
     this.driver.drive(row, prepared, null, origin.trace ?? null);
     this.logger.info({ runId: row.uuid, configuration: prepared.configuration.identifier, release: release?.id, dryRun: prepared.dryRun, by: caller.name }, 'run started');
     return { row, dryRun: prepared.dryRun, finalContent: null, error: null, pendingToolCalls: [] };
+  }
+
+  /**
+   * What a run of the request would send first, without storing or calling
+   * anything: validated and prepared exactly as `start` does it.
+   */
+  async preview(input: StartRunRequest, caller: Caller): Promise<RunPreview> {
+    const request: StartRunRequest = { ...input, releaseId: null };
+    this.preparer.checkRequest(request, caller);
+    const prepared = await this.preparer.prepare(request, true);
+    const assembled = assembleRunMessages(prepared.loopInput);
+    return {
+      configuration: prepared.configuration.identifier,
+      release: prepared.release ? { id: prepared.release.id, label: prepared.release.label } : null,
+      systemPrompt: prepared.loopInput.systemPrompt,
+      messages: assembled.messages,
+      callOptions: prepared.loopInput.callOptions,
+      appliedSkills: assembled.skills.included,
+    };
   }
 
   /** Decides every pending call of a waiting run at once and drives the run on in this process (run-approvals.ts). */
@@ -194,7 +236,7 @@ export class RunService {
 function normalisedRequest(request: StartRunRequest): StartRunRequest {
   const copy: StartRunRequest = { configuration: request.configuration, prompt: request.prompt };
   // A conversation's history is not copied: the reference reads it again.
-  for (const key of ['tools', 'forcedSnippets', 'forcedSkills', 'systemPrompt', 'maxRounds', 'maxTokens', 'temperature', 'captureRaw', 'dryRun', 'stream', 'approvalRequired', 'approvalTimeoutSeconds', 'maxTotalTokens', 'maxCost', 'label', 'releaseId', 'conversation', 'sendOverBudget'] as const) {
+  for (const key of ['tools', 'forcedSnippets', 'forcedSkills', 'systemPrompt', 'maxRounds', 'maxTokens', 'temperature', 'captureRaw', 'dryRun', 'stream', 'approvalRequired', 'approvalTimeoutSeconds', 'maxTotalTokens', 'maxCost', 'label', 'releaseId', 'responseFormat', 'conversation', 'sendOverBudget'] as const) {
     copyGiven(copy, request, key);
   }
   return copy;

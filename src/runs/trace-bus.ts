@@ -7,7 +7,7 @@
 import crypto from 'node:crypto';
 import Redis from 'ioredis';
 import type { Logger } from '../logger';
-import type { RunDelta } from './engine/run-step';
+import type { LoopDelta } from './engine/loop-step';
 
 /** A step as stored: the engine's step plus its sequence number. */
 export interface StoredStep {
@@ -20,7 +20,7 @@ export interface StoredStep {
 
 export type BusMessage =
   | { type: 'step'; step: StoredStep }
-  | { type: 'delta'; delta: RunDelta }
+  | { type: 'delta'; delta: LoopDelta }
   /** On the run feed's channel: a run's row changed (see run-feed). */
   | { type: 'run-changed'; runId: string }
   /**

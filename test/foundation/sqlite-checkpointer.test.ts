@@ -179,16 +179,26 @@ describe('WAL checkpoints in a worker thread', () => {
 
       // Nothing more is written from the main connection: the worker starts the WAL over (and syncs its
       // header), cuts it back, and commits. The WAL's new header is in the file before that commit is
-      // done (it is written, then synced, with the commit's frame): only a new data_version says it is.
+      // done (it is written, then synced, with the commit's frame).
       await eventually(
         () =>
           restartsSince(file, saltAfterWrite) > 0 &&
           fs.statSync(`${file}-wal`).size <= WAL_SIZE_LIMIT_BYTES &&
           observer.pragma('data_version', { simple: true }) !== versionAfterWrite,
       );
+      // data_version can also move before that commit is done: starting the WAL over rewrites the
+      // WAL index's header at once (a reader sees a change), and the commit rewrites it again. So the
+      // worker's commit is done once data_version holds still for a moment far shorter than its quiet
+      // moment, which it must wait out before it could commit again.
+      let version = observer.pragma('data_version', { simple: true });
+      await eventually(async () => {
+        const before = version;
+        await pause(quietMs / 6);
+        version = observer.pragma('data_version', { simple: true });
+        return version === before;
+      });
       const saltByWorker = walSalt(file);
       // Then it commits nothing more while nobody else does, for many times its interval and twice its quiet moment.
-      const version = observer.pragma('data_version', { simple: true });
       await pause(2 * quietMs);
       expect(observer.pragma('data_version', { simple: true })).toBe(version);
 

@@ -11,7 +11,7 @@
 import crypto from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { createDataSource } from '../../src/db/data-source';
-import type { RunStep } from '../../src/runs/engine/run-step';
+import type { LoopStep } from '../../src/runs/engine/loop-step';
 import { LeaseLostError, RunStore } from '../../src/runs/run-store';
 import { createTestDatabase, testDialects, type TestDatabase } from '../support/databases';
 import { startServerProcess, type ServerProcess } from '../support/server-process';
@@ -23,7 +23,7 @@ const CLAIMERS = 8;
 const RUNS = 40;
 const LEASE_SECONDS = 15;
 
-const context: RunStep = {
+const context: LoopStep = {
   kind: 'context',
   round: 1,
   durationMs: 0,

@@ -4,7 +4,7 @@
  * the steps it had stored; a graceful stop closes in-flight runs itself.
  */
 import crypto from 'node:crypto';
-import type { RunStep } from '../../src/runs/engine/run-step';
+import type { LoopStep } from '../../src/runs/engine/loop-step';
 import { createTestDatabase, testDialects } from '../support/databases';
 import { collect, startTestServer, type TestServer } from '../support/server';
 import { RunKit, expectWellFormedTrace } from './run-kit';
@@ -34,8 +34,8 @@ describe.each(testDialects)('interrupted runs (%s)', (dialect) => {
     const store = ts.server.services.runs.store;
     const running = await store.createRun({ uuid: crypto.randomUUID(), configurationUid: setup.configurationUid, configurationIdentifier: setup.configuration });
     await store.markRunning(running.uid);
-    const context = { kind: 'context', round: 1, durationMs: 0, contextBudget: { window: 8192, reserve: 1000, safety: 246, budget: 6946, estimate: 20, droppedTurns: 0, calibration: 1, fits: true } } as RunStep;
-    const request = { kind: 'request', round: 1, durationMs: 0, messagesSent: [{ role: 'user', content: 'x' }], toolsOffered: [] } as RunStep;
+    const context = { kind: 'context', round: 1, durationMs: 0, contextBudget: { window: 8192, reserve: 1000, safety: 246, budget: 6946, estimate: 20, droppedTurns: 0, calibration: 1, fits: true } } as LoopStep;
+    const request = { kind: 'request', round: 1, durationMs: 0, messagesSent: [{ role: 'user', content: 'x' }], toolsOffered: [] } as LoopStep;
     await store.appendStep(running.uid, 1, context);
     await store.appendStep(running.uid, 2, request);
     const queued = await store.createRun({ uuid: crypto.randomUUID(), configurationUid: setup.configurationUid, configurationIdentifier: setup.configuration });

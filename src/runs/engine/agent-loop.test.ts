@@ -9,7 +9,7 @@ import { ToolInputError, createToolRegistry, type ToolRegistration, type ToolReg
 import { driveRun, runAgentLoop } from './agent-loop';
 import { INTERNAL_ERROR_MESSAGE, clampMaxRounds, RunTakenOver, type AgentLoopHooks, type AgentLoopInput, type AgentLoopLogger } from './loop-contract';
 import { assembleRunMessages } from '../../prompt/run-messages';
-import type { ContextStep, EndStep, LlmStep, LoopOutcome, RequestStep, RunDelta, RunStep, ToolStep } from './run-step';
+import type { ContextStep, EndStep, LlmStep, LoopOutcome, RequestStep, LoopDelta, LoopStep, ToolStep } from './loop-step';
 import { SKILL_BLOCK_BEGIN, SKILL_BLOCK_END, type SkillInput } from '../../prompt/skill-block';
 import { createScriptedAdapter, type ScriptedAdapter, type ScriptedReply } from '../../../test/support/scripted-adapter';
 import { TOOL_RESULT_TRUNCATION_MARKER } from './tool-result';
@@ -78,23 +78,23 @@ function skill(identifier: string, body: string, overrides: Partial<SkillInput> 
 
 interface Harness {
   outcome: LoopOutcome;
-  steps: RunStep[];
+  steps: LoopStep[];
   adapter: ScriptedAdapter;
   logger: { warn: jest.Mock; error: jest.Mock };
-  deltas: RunDelta[];
+  deltas: LoopDelta[];
 }
 
 type HarnessOptions = Partial<AgentLoopInput> & {
   script?: ScriptedReply[];
   adapter?: ScriptedAdapter;
-  recordStep?: (step: RunStep) => Promise<void>;
+  recordStep?: (step: LoopStep) => Promise<void>;
 };
 
 async function run(options: HarnessOptions = {}): Promise<Harness> {
   const { script = [], recordStep, adapter: givenAdapter, ...overrides } = options;
   const adapter = givenAdapter ?? createScriptedAdapter(script);
-  const steps: RunStep[] = [];
-  const deltas: RunDelta[] = [];
+  const steps: LoopStep[] = [];
+  const deltas: LoopDelta[] = [];
   const logger = { warn: jest.fn(), error: jest.fn() };
   const hooks: AgentLoopHooks = {
     recordStep: async (step) => {
@@ -118,10 +118,10 @@ async function run(options: HarnessOptions = {}): Promise<Harness> {
   return { outcome, steps, adapter, logger, deltas };
 }
 
-const kinds = (steps: RunStep[]): string[] => steps.map((step) => `${step.kind}@${step.round}`);
-const ofKind = <K extends RunStep['kind']>(steps: RunStep[], kind: K): Extract<RunStep, { kind: K }>[] =>
-  steps.filter((step): step is Extract<RunStep, { kind: K }> => step.kind === kind);
-const endOf = (steps: RunStep[]): EndStep => {
+const kinds = (steps: LoopStep[]): string[] => steps.map((step) => `${step.kind}@${step.round}`);
+const ofKind = <K extends LoopStep['kind']>(steps: LoopStep[], kind: K): Extract<LoopStep, { kind: K }>[] =>
+  steps.filter((step): step is Extract<LoopStep, { kind: K }> => step.kind === kind);
+const endOf = (steps: LoopStep[]): EndStep => {
   const ends = ofKind(steps, 'end');
   expect(ends).toHaveLength(1);
   expect(steps[steps.length - 1]).toBe(ends[0]);
@@ -785,7 +785,7 @@ describe('context window, with nr_llm numbers', () => {
     enabledByDefault: true,
     execute: () => Promise.resolve('echo'),
   };
-  const contexts = (steps: RunStep[]) => ofKind(steps, 'context').map((step) => step.contextBudget);
+  const contexts = (steps: LoopStep[]) => ofKind(steps, 'context').map((step) => step.contextBudget);
 
   it('estimates a first send 15 % high and counts no tools as `[]`: "Go" alone is 12', async () => {
     const { steps } = await run({ systemPrompt: '', prompt: 'Go', tools: { registry: createToolRegistry([echoes]), allowList: [] }, script: [{ content: 'ok' }] });
@@ -894,14 +894,14 @@ describe('context window, with nr_llm numbers', () => {
     it('stores a new CONTEXT when the fit no longer gives the stored one (the first round, re-assembled)', async () => {
       const whole = await run({ ...input, script: [{ content: 'done' }] });
       const stored = whole.steps.slice(0, 1) as ContextStep[];
-      const changed: RunStep = { ...stored[0]!, contextBudget: { ...stored[0]!.contextBudget, estimate: stored[0]!.contextBudget.estimate + 1 } };
+      const changed: LoopStep = { ...stored[0]!, contextBudget: { ...stored[0]!.contextBudget, estimate: stored[0]!.contextBudget.estimate + 1 } };
       const resumed = await run({ ...input, script: [{ content: 'done' }], resume: { steps: [changed], afterCrash: true } });
       expect(resumed.steps.map((step) => step.kind)).toEqual(['context', 'request', 'llm', 'end']);
       expect(resumed.steps[0]).toEqual(whole.steps[0]);
     });
 
     it("starts afresh at 1.15 after a person's decision, as nr_llm's resumed loop does", async () => {
-      const steps: RunStep[] = [];
+      const steps: LoopStep[] = [];
       const hooks: AgentLoopHooks = {
         recordStep: (step) => {
           steps.push(structuredClone(step));
@@ -1163,7 +1163,7 @@ describe("a turn's next call overlapping the previous TOOL step's write", () => 
   /** A run whose model asks for `calls` `probe` calls in one turn, then answers; TOOL step writes wait on `writes`. */
   function overlapRun(options: { calls: number; mayOverlap: boolean; probe: ToolRegistration['execute']; writeOf?: (index: number) => Promise<void>; signal?: AbortSignal }) {
     const events: string[] = [];
-    const steps: RunStep[] = [];
+    const steps: LoopStep[] = [];
     let inFlight = 0;
     let maxInFlight = 0;
     let toolWrites = 0;

@@ -30,8 +30,9 @@ import { plainJsonText } from '../../shared/php-json';
 import { toToolDefinition, type ToolRegistration } from '../tools/tool-registry';
 import { contextBudget, fitContext, type ContextBudget } from './context-window';
 import { clampMaxRounds, INTERNAL_ERROR_MESSAGE, RunTakenOver, type AgentLoopHooks, type AgentLoopInput, type LoopResult, type StepExtras, type SuspendedRun } from './loop-contract';
-import { elapsedMs, raceAbort, RunCancelled } from './loop-support';
-import type { EndStep, LoopOutcome, RequestStep, RequestedToolCall, RunDelta, RunStep, TerminationReason, ToolStep } from './run-step';
+import { className, elapsedMs, errorMessage, raceAbort, RunCancelled } from './loop-support';
+import { askLedger } from './call-ledger';
+import type { EndStep, LoopOutcome, RequestStep, RequestedToolCall, LoopDelta, LoopStep, TerminationReason, ToolStep } from './loop-step';
 import { approvalDeadline } from './approval-decision';
 import { invokeProvider, ProviderFailure } from './provider-call';
 import { dispatchToolCall, requestedToolCall } from './tool-dispatch';
@@ -52,17 +53,6 @@ import {
 } from './run-machine';
 import { suspendedStateOf } from './suspended-state';
 import { sanitizeUsage } from './usage-limits';
-
-function className(error: unknown): string {
-  if (error instanceof Error) {
-    return error.constructor.name !== '' ? error.constructor.name : error.name;
-  }
-  return typeof error;
-}
-
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 /**
  * A list of its own for a step or a request: the transcript grows after it,
@@ -248,6 +238,9 @@ class AgentLoopRun {
     if (budgetWouldBeExceeded(this.progress, this.rules.budget, { promptEstimate: fit.sentEstimate, costPerPromptToken: costPerPromptToken === null ? null : costPerPromptToken / 1_000_000 })) {
       return this.outcome('budget_exhausted');
     }
+    // The usage ledger's budgets (per user, per configuration) before every call; a refusal names the limit.
+    const permit = await askLedger(this.hooks.ledger, tools.length > 0);
+    if (!permit.allowed) return this.outcome('budget_exhausted', { error: permit.message, errorClass: 'BudgetExceeded' });
 
     const requestStep: RequestStep = { kind: 'request', round, durationMs: 0, messagesSent: snapshot(fit.messages), toolsOffered: tools.map((tool) => tool.name) };
     const requestStored =
@@ -263,16 +256,18 @@ class AgentLoopRun {
     try {
       result = await raceAbort(invokeProvider(this.input.adapter, this.input.stream === true, request, this.signal, (kind, text) => this.emitDelta({ kind, text, round })), this.signal);
     } catch (error) {
+      permit.release();
       if (error instanceof RunCancelled || this.signal.aborted) {
         throw new RunCancelled();
       }
       throw new ProviderFailure(error);
     }
     const durationMs = elapsedMs(started);
-    this.throwIfCancelled();
-
-    // The provider's counts are untrusted: clamped before they are added, stored or priced.
+    // The provider's counts are untrusted: clamped before they are added, stored, priced or booked.
     const usage = sanitizeUsage(result.usage);
+    const estimatedCost = prices === null ? null : estimateCost(usage, prices);
+    await permit.book(usage, estimatedCost);
+    this.throwIfCancelled();
     await this.record(
       {
         kind: 'llm',
@@ -285,7 +280,7 @@ class AgentLoopRun {
         promptTokens: usage.promptTokens,
         completionTokens: usage.completionTokens,
         totalTokens: usage.totalTokens,
-        estimatedCost: prices === null ? null : estimateCost(usage, prices),
+        estimatedCost,
         // Each call its own id, so each gets its own TOOL step and decision (the adapters' normalisation does this; an injected adapter may not).
         requestedToolCalls: uniqueToolCallIds(result.toolCalls).map(requestedToolCall),
         ...(result.warnings.length > 0 ? { warnings: [...result.warnings] } : {}),
@@ -298,7 +293,7 @@ class AgentLoopRun {
     return null;
   }
 
-  private emitDelta(delta: RunDelta): void {
+  private emitDelta(delta: LoopDelta): void {
     if (this.hooks.onDelta === undefined) {
       return;
     }
@@ -370,7 +365,7 @@ class AgentLoopRun {
    * `alreadyStored`: the step is one a dead instance stored before the
    * takeover; it is only folded in.
    */
-  private async record(step: RunStep, details: StepDetails = {}, extras?: StepExtras, alreadyStored = false): Promise<void> {
+  private async record(step: LoopStep, details: StepDetails = {}, extras?: StepExtras, alreadyStored = false): Promise<void> {
     if (!alreadyStored) await (extras ? this.hooks.recordStep(step, extras) : this.hooks.recordStep(step));
     applyStep(this.progress, step, this.rules, details);
     this.throwIfCancelled();

@@ -8,7 +8,7 @@
  */
 import { BadUserInputError, ConflictError } from '../../shared/errors';
 import type { RunProgress } from './run-machine';
-import type { ApprovalStep, RequestedToolCall } from './run-step';
+import type { ApprovalStep, RequestedToolCall } from './loop-step';
 
 /** One decision of `resolveToolApproval`. */
 export interface ToolDecisionRequest {

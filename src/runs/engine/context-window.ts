@@ -19,7 +19,7 @@
 import type { ChatMessage, ToolDefinition } from '../../providers/adapters/types';
 import { phpJsonDecode, phpJsonEncode, phpValueOf } from '../../shared/php-json';
 import { rememberedArgumentBytes, rememberedSchemaBytes } from './estimate-memo';
-import type { ContextBudgetReport } from './run-step';
+import type { ContextBudgetReport } from './loop-step';
 
 /** Tokens charged per message for the role and wrapper tokens a provider adds. */
 export const MESSAGE_OVERHEAD_TOKENS = 8;

@@ -8,8 +8,9 @@ import type { CallOptions, ChatAdapter } from '../../providers/adapters/types';
 import type { ModelPrices } from '../../providers/cost';
 import type { AssemblyInput } from '../../prompt/run-messages';
 import type { ToolRegistry } from '../tools/tool-registry';
+import type { CallLedger } from './call-ledger';
 import type { RunBudget } from './run-machine';
-import type { LoopOutcome, RequestedToolCall, RunDelta, RunStep } from './run-step';
+import type { LoopOutcome, RequestedToolCall, LoopDelta, LoopStep } from './loop-step';
 
 export const DEFAULT_MAX_ROUNDS = 5;
 export const MIN_MAX_ROUNDS = 1;
@@ -90,7 +91,7 @@ export interface AgentLoopInput extends AssemblyInput {
    * decided the pending calls, or after taking the run over from an
    * instance that died (`afterCrash`).
    */
-  resume?: { steps: readonly RunStep[]; afterCrash: boolean };
+  resume?: { steps: readonly LoopStep[]; afterCrash: boolean };
 }
 
 /** A run that stopped to wait for a person: its APPROVAL step is recorded, no END. */
@@ -143,7 +144,7 @@ export interface AgentLoopHooks {
    * the run with reason `error`, except `RunTakenOver`, which stops it at
    * once without an END (another instance drives it now).
    */
-  recordStep(step: RunStep, extras?: StepExtras): Promise<void>;
+  recordStep(step: LoopStep, extras?: StepExtras): Promise<void>;
   /**
    * Whether the next tool call of a turn may start while the previous call's
    * TOOL step is still being written (see `AgentLoopRun.executeToolCall`):
@@ -153,8 +154,10 @@ export interface AgentLoopHooks {
    * false: every step is stored before the next action starts.
    */
   mayOverlapToolCall?(): boolean;
+  /** The usage ledger: asked before every provider call, told after every successful one. Absent: nothing is metered. */
+  ledger?: CallLedger;
   /** Streamed output while a call streams (`input.stream`); exceptions thrown here are logged and ignored. */
-  onDelta?(delta: RunDelta): void;
+  onDelta?(delta: LoopDelta): void;
   logger: AgentLoopLogger;
 }
 

@@ -43,3 +43,15 @@ export function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<
     );
   });
 }
+
+/** The class name of a failure, for logs and the END step (never its message). */
+export function className(error: unknown): string {
+  if (error instanceof Error) {
+    return error.constructor.name !== '' ? error.constructor.name : error.name;
+  }
+  return typeof error;
+}
+
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -5,7 +5,7 @@
  */
 import type { ChatAdapter, ChatRequest, ChatResult } from '../../providers/adapters/types';
 import { raceAbort } from './loop-support';
-import type { RunDelta } from './run-step';
+import type { LoopDelta } from './loop-step';
 
 /** A provider call failed; `cause` is the adapter's error. */
 export class ProviderFailure extends Error {
@@ -32,7 +32,7 @@ export async function invokeProvider(
   stream: boolean,
   request: ChatRequest,
   signal: AbortSignal,
-  onDelta: (kind: RunDelta['kind'], text: string) => void,
+  onDelta: (kind: LoopDelta['kind'], text: string) => void,
 ): Promise<ChatResult> {
   if (!stream) {
     return adapter.chat(request);

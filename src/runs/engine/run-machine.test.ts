@@ -10,7 +10,7 @@ import {
   transcriptToolCall,
   type RunRules,
 } from './run-machine';
-import type { RunStep } from './run-step';
+import type { LoopStep } from './loop-step';
 
 const rules = (overrides: Partial<RunRules> = {}): RunRules => ({
   maxRounds: 2,
@@ -21,14 +21,14 @@ const rules = (overrides: Partial<RunRules> = {}): RunRules => ({
   ...overrides,
 });
 
-const context = (round: number): RunStep => ({
+const context = (round: number): LoopStep => ({
   kind: 'context',
   round,
   durationMs: 0,
   contextBudget: { window: 8192, reserve: 1000, safety: 246, budget: 6946, estimate: 10, droppedTurns: 0, calibration: 1, fits: true },
 });
-const request = (round: number, toolsOffered = ['calculator']): RunStep => ({ kind: 'request', round, durationMs: 0, messagesSent: [{ role: 'user', content: 'x' }], toolsOffered });
-const llm = (round: number, calls: { id: string; name: string; arguments: unknown }[] = [], content = ''): RunStep => ({
+const request = (round: number, toolsOffered = ['calculator']): LoopStep => ({ kind: 'request', round, durationMs: 0, messagesSent: [{ role: 'user', content: 'x' }], toolsOffered });
+const llm = (round: number, calls: { id: string; name: string; arguments: unknown }[] = [], content = ''): LoopStep => ({
   kind: 'llm',
   round,
   durationMs: 1,
@@ -42,7 +42,7 @@ const llm = (round: number, calls: { id: string; name: string; arguments: unknow
   estimatedCost: null,
   requestedToolCalls: calls,
 });
-const tool = (round: number, id: string, result = '4'): RunStep => ({ kind: 'tool', round, durationMs: 1, toolCallId: id, toolName: 'calculator', toolArguments: {}, toolResult: result, toolIsError: false });
+const tool = (round: number, id: string, result = '4'): LoopStep => ({ kind: 'tool', round, durationMs: 1, toolCallId: id, toolName: 'calculator', toolArguments: {}, toolResult: result, toolIsError: false });
 const twoCalls = [
   { id: 'a', name: 'calculator', arguments: { expression: '2+2' } },
   { id: 'b', name: 'calculator', arguments: { expression: '3*3' } },
@@ -81,7 +81,7 @@ describe('the run state machine', () => {
 
   test('a turn with a call needing approval asks before any call runs, waits, then runs approved calls and refuses denied ones', () => {
     const approval = rules({ needsApproval: (name) => name === 'calculator' });
-    const steps: RunStep[] = [context(1), request(1), llm(1, twoCalls)];
+    const steps: LoopStep[] = [context(1), request(1), llm(1, twoCalls)];
     expect(nextAction(rebuildProgress(steps, approval), approval)).toEqual({ kind: 'ask_approval', calls: twoCalls });
     steps.push({ kind: 'approval', round: 1, durationMs: 0, pendingToolCalls: twoCalls });
     expect(nextAction(rebuildProgress(steps, approval), approval)).toEqual({ kind: 'wait_for_approval', calls: twoCalls });
@@ -120,14 +120,14 @@ describe('the run state machine', () => {
   });
 
   test('the context calibration is a fold over the steps: the stored estimate, then the reported prompt tokens; a decision starts afresh', () => {
-    const measured = (round: number, estimate: number, budget = 6946): RunStep => ({
+    const measured = (round: number, estimate: number, budget = 6946): LoopStep => ({
       kind: 'context',
       round,
       durationMs: 0,
       // Rows written before nr_llm's rule hold calibration 1; the fold does not read it.
       contextBudget: { window: budget > 0 ? 8192 : 0, reserve: 0, safety: 0, budget, estimate, droppedTurns: 0, calibration: 1, fits: true },
     });
-    const answered = (round: number, promptTokens: number, calls = [twoCalls[0]!]): RunStep => ({ ...(llm(round, calls) as Extract<RunStep, { kind: 'llm' }>), promptTokens });
+    const answered = (round: number, promptTokens: number, calls = [twoCalls[0]!]): LoopStep => ({ ...(llm(round, calls) as Extract<LoopStep, { kind: 'llm' }>), promptTokens });
     expect(rebuildProgress([], rules()).calibration).toEqual({ factor: 1.15, lastSentEstimate: null });
 
     const round1 = [measured(1, 117), request(1), answered(1, 150), tool(1, 'a')];
@@ -137,9 +137,9 @@ describe('the run state machine', () => {
     expect(rebuildProgress(round2, rules()).calibration).toEqual({ factor: 2, lastSentEstimate: 117 });
 
     const approval = rules({ needsApproval: () => true });
-    const waiting = [measured(1, 117), request(1), answered(1, 150, twoCalls), { kind: 'approval', round: 1, durationMs: 0, pendingToolCalls: twoCalls } as RunStep];
+    const waiting = [measured(1, 117), request(1), answered(1, 150, twoCalls), { kind: 'approval', round: 1, durationMs: 0, pendingToolCalls: twoCalls } as LoopStep];
     expect(rebuildProgress(waiting, approval).calibration.factor).toBe(150 / 117);
-    const decided: RunStep = { kind: 'approval', round: 1, durationMs: 0, decisions: twoCalls.map((call) => ({ toolCallId: call.id, approved: true, reason: null, decidedBy: 'editor' })) };
+    const decided: LoopStep = { kind: 'approval', round: 1, durationMs: 0, decisions: twoCalls.map((call) => ({ toolCallId: call.id, approved: true, reason: null, decidedBy: 'editor' })) };
     expect(rebuildProgress([...waiting, decided], approval).calibration).toEqual({ factor: 1.15, lastSentEstimate: null });
   });
 
@@ -150,7 +150,7 @@ describe('the run state machine', () => {
     expect([approvalTimedOut(1_030, 1_029), approvalTimedOut(1_030, 1_030), approvalTimedOut(null, 9e9)]).toEqual([false, true, false]);
     const timedOut = approvalTimeoutStep(twoCalls, 1, 30);
     expect(timedOut.decisions).toEqual(twoCalls.map((call) => ({ toolCallId: call.id, approved: false, reason: 'No decision within 30 s.', decidedBy: null })));
-    const steps: RunStep[] = [context(1), request(1), llm(1, twoCalls), { kind: 'approval', round: 1, durationMs: 0, pendingToolCalls: twoCalls, deadlineAt: 1_030 }, timedOut];
+    const steps: LoopStep[] = [context(1), request(1), llm(1, twoCalls), { kind: 'approval', round: 1, durationMs: 0, pendingToolCalls: twoCalls, deadlineAt: 1_030 }, timedOut];
     expect(nextAction(rebuildProgress(steps, approval), approval)).toMatchObject({ kind: 'run_tool', call: { id: 'a' }, refusal: refusal.notApproved('calculator') });
     // A refused call is not one that may have been running at a crash.
     expect(nextAction(rebuildProgress(steps, approval), { ...approval, isIdempotent: () => false }, true)).toMatchObject({ kind: 'run_tool', refusal: refusal.notApproved('calculator') });
@@ -167,7 +167,7 @@ describe('the run state machine', () => {
   });
 
   test('remote calls are counted from the TOOL steps that made one, so the budget survives a resume', () => {
-    const remote = (id: string): RunStep => ({ ...(tool(1, id) as Extract<RunStep, { kind: 'tool' }>), remoteCall: true });
+    const remote = (id: string): LoopStep => ({ ...(tool(1, id) as Extract<LoopStep, { kind: 'tool' }>), remoteCall: true });
     expect(rebuildProgress([context(1), request(1), llm(1, twoCalls), remote('a'), tool(1, 'b')], rules()).remoteCallsMade).toBe(1);
   });
 

@@ -20,7 +20,7 @@
 
 import type { ChatMessage, ToolCall, Usage } from '../../providers/adapters/types';
 import { calibrateFromUsage, calibrationAfterFit, firstSendCalibration, type ContextCalibration } from './context-window';
-import type { ApprovalDecision, ContextBudgetReport, RequestedToolCall, RunOutcomeStatus, RunStep } from './run-step';
+import type { ApprovalDecision, ContextBudgetReport, RequestedToolCall, RunOutcomeStatus, LoopStep } from './loop-step';
 
 /** Every state a run can be in (the GraphQL `RunStatus`). */
 export const RUN_STATES = ['QUEUED', 'RUNNING', 'WAITING_FOR_APPROVAL', 'COMPLETED', 'FAILED', 'CANCELLED'] as const;
@@ -213,7 +213,7 @@ export function transcriptToolCall(call: RequestedToolCall): ToolCall {
 }
 
 /** Folds one step into the progress (the progress is changed in place and returned). */
-export function applyStep(progress: RunProgress, step: RunStep, rules: Pick<RunRules, 'maxRounds'>, details: StepDetails = {}): RunProgress {
+export function applyStep(progress: RunProgress, step: LoopStep, rules: Pick<RunRules, 'maxRounds'>, details: StepDetails = {}): RunProgress {
   progress.stepCount += 1;
   switch (step.kind) {
     case 'assembled':
@@ -290,7 +290,7 @@ export function applyStep(progress: RunProgress, step: RunStep, rules: Pick<RunR
 }
 
 /** Rebuilds a run's progress from its stored steps, in sequence order. */
-export function rebuildProgress(steps: readonly RunStep[], rules: Pick<RunRules, 'maxRounds'>): RunProgress {
+export function rebuildProgress(steps: readonly LoopStep[], rules: Pick<RunRules, 'maxRounds'>): RunProgress {
   const progress = initialProgress();
   for (const step of steps) applyStep(progress, step, rules);
   return progress;

@@ -14,7 +14,7 @@
  */
 import type { CallOptions, ChatMessage } from '../../providers/adapters/types';
 import { transcriptToolCall, type RunProgress } from './run-machine';
-import type { RequestedToolCall } from './run-step';
+import type { RequestedToolCall } from './loop-step';
 
 /** `ToolOptions::fromArray` reads these keys; the rest of the call options means nothing to it. */
 const TOOL_OPTION_KEYS = ['temperature', 'max_tokens', 'top_p', 'frequency_penalty', 'presence_penalty', 'response_format', 'stop_sequences', 'model', 'think', 'tool_choice', 'parallel_tool_calls'] as const;

@@ -11,7 +11,7 @@ import { ToolInputError, type ToolRegistry } from '../tools/tool-registry';
 import type { AgentLoopLogger } from './loop-contract';
 import { elapsedMs, raceAbort, RunCancelled } from './loop-support';
 import { refusal, transcriptToolCall } from './run-machine';
-import type { RequestedToolCall } from './run-step';
+import type { RequestedToolCall } from './loop-step';
 
 export type ParsedArguments = { ok: true; value: unknown } | { ok: false; raw: string };
 

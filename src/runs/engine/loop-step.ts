@@ -1,6 +1,8 @@
 /**
- * The trace of a run: the steps the agent loop records and the outcome it
- * returns (behaviour.md §8, api.md `RunStep` / `AgentRun`).
+ * The trace of a run as the engine sees it: the steps the agent loop records
+ * (`LoopStep`) and the outcome it returns (behaviour.md §8). Stored, a step is
+ * a `StoredStep` (trace-bus.ts); shown through the API, a GraphQL `RunStep`
+ * (run.types.ts).
  *
  * Each step carries only the fields that apply to its kind. Field names follow
  * the GraphQL `RunStep` type where one exists; messages stay in the service's
@@ -12,7 +14,7 @@ import type { TerminationReason } from './run-machine';
 
 export type { TerminationReason } from './run-machine';
 
-export type RunStepKind = 'assembled' | 'context' | 'request' | 'llm' | 'approval' | 'tool' | 'end';
+export type LoopStepKind = 'assembled' | 'context' | 'request' | 'llm' | 'approval' | 'tool' | 'end';
 
 export type RunOutcomeStatus = 'COMPLETED' | 'FAILED' | 'CANCELLED';
 
@@ -168,10 +170,10 @@ export interface EndStep extends StepBase, LoopOutcome {
   kind: 'end';
 }
 
-export type RunStep = AssembledStep | ContextStep | RequestStep | LlmStep | ApprovalStep | ToolStep | EndStep;
+export type LoopStep = AssembledStep | ContextStep | RequestStep | LlmStep | ApprovalStep | ToolStep | EndStep;
 
 /** A piece of streamed output, forwarded live while a call streams. */
-export interface RunDelta {
+export interface LoopDelta {
   kind: 'content' | 'thinking';
   text: string;
   round: number;

@@ -1,0 +1,62 @@
+import { Arg, Authorized, Ctx, Int, Mutation, Query, Resolver } from 'type-graphql';
+import { Role } from '../auth/roles';
+import type { GraphQLContext } from '../graphql/context';
+import { COMPOSED_PROMPT_COST } from '../graphql/query-limits';
+import { JSONScalar } from '../graphql/scalars';
+import { UnauthenticatedError } from '../shared/errors';
+import { CreateTaskInput, Task, TaskRender, toDeclaredVariables, toTask, toTaskRender, UpdateTaskInput } from './task.types';
+
+@Resolver(() => Task)
+export class TaskResolver {
+  @Authorized(Role.VIEWER)
+  @Query(() => [Task], { description: 'Non-deleted tasks by category, sorting, then name (nr_llm\'s order).' })
+  async tasks(
+    @Ctx() { services }: GraphQLContext,
+    @Arg('category', () => String, { nullable: true }) category?: string | null,
+    @Arg('limit', () => Int, { nullable: true, defaultValue: 100 }) limit: number | null = 100,
+    @Arg('offset', () => Int, { nullable: true, defaultValue: 0 }) offset: number | null = 0,
+  ): Promise<Task[]> {
+    return (await services.tasks.list({ category: category ?? null, limit: limit ?? 100, offset: offset ?? 0 })).map(toTask);
+  }
+
+  @Authorized(Role.VIEWER)
+  @Query(() => Task, { nullable: true })
+  async task(@Ctx() { services }: GraphQLContext, @Arg('identifier', () => String) identifier: string): Promise<Task | null> {
+    const record = await services.tasks.findByIdentifier(identifier);
+    return record ? toTask(record) : null;
+  }
+
+  @Authorized(Role.VIEWER)
+  @Query(() => TaskRender, {
+    complexity: COMPOSED_PROMPT_COST,
+    description:
+      'What a run of the task sends, byte for byte, without calling a model. Missing, unknown or mistyped variables are BAD_USER_INPUT naming each; an unknown task NOT_FOUND `Task not found`, an inactive one BAD_USER_INPUT `Task is not active`.',
+  })
+  async renderTask(
+    @Ctx() { services, caller }: GraphQLContext,
+    @Arg('identifier', () => String) identifier: string,
+    @Arg('input', () => String, { nullable: true, description: 'What `{{input}}` becomes.' }) input?: string | null,
+    @Arg('variables', () => JSONScalar, { nullable: true, description: 'Named variables: an object of names and values.' }) variables?: unknown,
+  ): Promise<TaskRender> {
+    if (!caller) throw new UnauthenticatedError('Authentication required');
+    return toTaskRender(await services.tasks.render(identifier, input, variables, caller));
+  }
+
+  @Authorized(Role.EDITOR)
+  @Mutation(() => Task)
+  async createTask(@Ctx() { services, caller }: GraphQLContext, @Arg('input', () => CreateTaskInput) input: CreateTaskInput): Promise<Task> {
+    return toTask(await services.tasks.create({ ...input, variables: toDeclaredVariables(input.variables) }, caller?.name ?? null));
+  }
+
+  @Authorized(Role.EDITOR)
+  @Mutation(() => Task)
+  async updateTask(@Ctx() { services, caller }: GraphQLContext, @Arg('uid', () => Int) uid: number, @Arg('input', () => UpdateTaskInput) input: UpdateTaskInput): Promise<Task> {
+    return toTask(await services.tasks.update(uid, { ...input, variables: toDeclaredVariables(input.variables) }, caller?.name ?? null));
+  }
+
+  @Authorized(Role.EDITOR)
+  @Mutation(() => Boolean)
+  async deleteTask(@Ctx() { services, caller }: GraphQLContext, @Arg('uid', () => Int) uid: number): Promise<boolean> {
+    return services.tasks.delete(uid, caller?.name ?? null);
+  }
+}

@@ -1,0 +1,336 @@
+/**
+ * Tasks: nr_llm's one-shot prompt tasks on `tx_nrllm_task`, with declared
+ * variables and an output schema kept in `promptwire_task_extension`.
+ * Writes follow the snippet and configuration rules (identifier unique among
+ * non-deleted rows, taken under the table's identifier lock, soft delete);
+ * a task's user prompt is made by the pure rules of task-rules.ts, and what a
+ * run of it sends by the runs' own preparation (`RunService.preview`), so
+ * that a preview shows exactly what a run sends.
+ */
+import type { DataSource, EntityManager } from 'typeorm';
+import type { Caller } from '../auth/roles';
+import type { ConfigurationService } from '../configurations/configuration.service';
+import type { IdentifierLock } from '../db/identifier-lock';
+import { assertIdentifierAvailable, checkPage, findLiveByIdentifierOrFail, findLiveOrFail, newRecordColumns, normalizeIdentifier, optionalText, requireName, type Page } from '../db/record-rules';
+import { checkTextFits, textLimitOf } from '../db/text-limits';
+import { isInStrictSubset, SCHEMA_OUTSIDE_SUBSET_MESSAGE, schemaText, withSchemaInstruction } from '../prompt/structured-output';
+import type { RunPreview, RunService, StartRunRequest } from '../runs';
+import { BadUserInputError, NotFoundError } from '../shared/errors';
+import { unixNow } from '../shared/time';
+import { SkillEntity } from '../skills/skill.entity';
+import { TaskExtensionEntity } from './task-extension.entity';
+import {
+  checkChoice,
+  checkDeclaredVariables,
+  type DeclaredVariable,
+  JSON_ONLY_SUFFIX,
+  readDeclaredVariables,
+  renderTemplate,
+  resolveVariables,
+  TASK_CATEGORIES,
+  TASK_INPUT_TYPES,
+  TASK_OUTPUT_FORMATS,
+} from './task-rules';
+import { TaskEntity } from './task.entity';
+import type { TaskRepository } from './task.repository';
+
+const TASK_TABLE = 'tx_nrllm_task';
+
+export interface TaskWrite {
+  identifier?: string;
+  name?: string;
+  description?: string | null;
+  category?: string | null;
+  /** A configuration identifier; null or '' for the default configuration. */
+  configuration?: string | null;
+  promptTemplate?: string;
+  inputType?: string | null;
+  outputFormat?: string | null;
+  /** Skill identifiers, in injection order (after the configuration's). */
+  skills?: string[] | null;
+  /** A JSON Schema for the answer of a JSON task; null removes it. */
+  outputSchema?: unknown;
+  variables?: DeclaredVariable[] | null;
+  isActive?: boolean | null;
+  hidden?: boolean | null;
+  sorting?: number | null;
+}
+
+/** A task with what it is read with: its skills, declared variables and schema, and its configuration's identifier. */
+export interface TaskRecord {
+  row: TaskEntity;
+  /** Live skills in relation order. */
+  skills: SkillEntity[];
+  variables: DeclaredVariable[];
+  /** The schema as stored (JSON text); null: none, or unreadable. */
+  outputSchema: string | null;
+  /** Null: the default configuration (also when the configuration it names is gone, as nr_llm falls back). */
+  configuration: string | null;
+}
+
+export interface TaskListQuery extends Page {
+  category?: string | null;
+}
+
+/** What a task run sends, as `renderTask` shows it. */
+export interface RenderedTask extends RunPreview {
+  task: TaskRecord;
+  /** The user prompt: the skill block, the template with its variables, the JSON instruction. */
+  userPrompt: string;
+}
+
+export class TaskService {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly identifiers: IdentifierLock,
+    private readonly repository: TaskRepository,
+    private readonly configurations: ConfigurationService,
+    private readonly runs: RunService,
+  ) {}
+
+  async list(query: TaskListQuery): Promise<TaskRecord[]> {
+    const { limit, offset } = checkPage(query);
+    const category = query.category ?? null;
+    if (category !== null) checked(checkChoice(category, TASK_CATEGORIES, 'category'), 'category');
+    return this.records(await this.repository.list(category, limit, offset));
+  }
+
+  async findByUid(uid: number): Promise<TaskRecord | null> {
+    const row = await this.repository.findLive(uid);
+    return row ? (await this.records([row]))[0]! : null;
+  }
+
+  async findByIdentifier(identifier: string): Promise<TaskRecord | null> {
+    const row = await this.repository.findLiveByIdentifier(identifier.trim().toLowerCase());
+    return row ? (await this.records([row]))[0]! : null;
+  }
+
+  /** nr_llm's texts: an unknown task is NOT_FOUND `Task not found`. */
+  async require(identifier: string): Promise<TaskRecord> {
+    const task = await this.findByIdentifier(identifier);
+    if (!task) throw new NotFoundError('Task not found', 'task');
+    return task;
+  }
+
+  async create(input: TaskWrite, _author: string | null = null): Promise<TaskRecord> {
+    const identifier = normalizeIdentifier(input.identifier ?? '');
+    const saved = await this.identifiers.transaction(TASK_TABLE, async (manager) => {
+      await assertIdentifierAvailable(manager, TaskEntity, identifier, null, 'task');
+      const row = manager.create(TaskEntity, {
+        ...newRecordColumns(unixNow()),
+        description: null,
+        category: 'general',
+        configurationUid: 0,
+        inputType: 'manual',
+        inputSource: null,
+        outputFormat: 'markdown',
+        skills: 0,
+        isActive: true,
+        isSystem: false,
+        sorting: 0,
+      });
+      const write = await this.applyWrite(manager, row, { ...input, identifier }, null, true);
+      const created = await manager.save(row);
+      await this.storeRelations(manager, created, write);
+      return created;
+    });
+    return (await this.records([saved]))[0]!;
+  }
+
+  async update(uid: number, input: TaskWrite, _author: string | null = null): Promise<TaskRecord> {
+    const identifier = input.identifier === undefined ? undefined : normalizeIdentifier(input.identifier);
+    const saved = await this.identifiers.transaction(TASK_TABLE, async (manager) => {
+      const row = await findLiveOrFail(manager, TaskEntity, uid, 'task');
+      if (identifier !== undefined) await assertIdentifierAvailable(manager, TaskEntity, identifier, uid, 'task');
+      const extension = (await this.repository.extensionsOf([uid], manager)).get(uid) ?? null;
+      const write = await this.applyWrite(manager, row, { ...input, identifier }, extension, false);
+      row.tstamp = unixNow();
+      const updated = await manager.save(row);
+      await this.storeRelations(manager, updated, write);
+      return updated;
+    });
+    return (await this.records([saved]))[0]!;
+  }
+
+  async delete(uid: number, _author: string | null = null): Promise<boolean> {
+    await this.identifiers.transaction(TASK_TABLE, async (manager) => {
+      const row = await findLiveOrFail(manager, TaskEntity, uid, 'task');
+      row.deleted = true;
+      row.tstamp = unixNow();
+      await manager.save(row);
+    });
+    return true;
+  }
+
+  /**
+   * What a run of the task would send, without calling anything: the task's
+   * (or the default) configuration's system prompt, the user prompt built
+   * from the template and the variables, the skill block (configuration's
+   * skills, then the task's), and the call options. An inactive task is
+   * BAD_USER_INPUT `Task is not active` (nr_llm's text).
+   */
+  async render(identifier: string, input: string | null | undefined, variables: unknown, caller: Caller): Promise<RenderedTask> {
+    const task = await this.require(identifier);
+    const request = await this.runRequest(task, input, variables);
+    const preview = await this.runs.preview(request, caller);
+    const user = preview.messages.find((message) => message.role === 'user');
+    return { ...preview, task, userPrompt: typeof user?.content === 'string' ? user.content : '' };
+  }
+
+  /** The run request of a task call: checked, its prompt made, its configuration resolved. */
+  async runRequest(task: TaskRecord, input: string | null | undefined, variables: unknown): Promise<StartRunRequest> {
+    if (!task.row.isActive) throw new BadUserInputError('Task is not active', 'task');
+    if (variables !== null && variables !== undefined && (typeof variables !== 'object' || Array.isArray(variables))) {
+      throw new BadUserInputError('variables must be a JSON object of variable names and values', 'variables');
+    }
+    const values = checked(resolveVariables(task.row.promptTemplate, task.variables, input, (variables ?? {}) as Record<string, unknown>), 'variables');
+    const configuration = await this.effectiveConfiguration(task);
+    return {
+      configuration: configuration.identifier,
+      prompt: userPromptOf(task, renderTemplate(task.row.promptTemplate, values)),
+      forcedSkills: task.skills.map((skill) => skill.identifier),
+      tools: [],
+      maxRounds: 1,
+      ...(task.row.outputFormat === 'json' ? { responseFormat: 'json' as const } : {}),
+    };
+  }
+
+  /**
+   * The task's configuration, or nr_llm's default when it names none (or one
+   * that is gone): the active default configuration, which must have a model.
+   */
+  private async effectiveConfiguration(task: TaskRecord): Promise<{ identifier: string }> {
+    if (task.configuration !== null) return { identifier: task.configuration };
+    const fallback = await this.configurations.findActiveDefault();
+    if (!fallback || !fallback.modelUid) {
+      throw new BadUserInputError(
+        `The task "${task.row.identifier}" names no configuration and there is no active default configuration with a model; set one with updateConfiguration(isDefault: true) or give the task a configuration`,
+        'configuration',
+      );
+    }
+    return { identifier: fallback.identifier };
+  }
+
+  /** The tasks with their skills, extensions and configuration identifiers: three queries for any number of tasks. */
+  private async records(rows: readonly TaskEntity[]): Promise<TaskRecord[]> {
+    const uids = rows.map((row) => row.uid);
+    const configurationUids = [...new Set(rows.map((row) => row.configurationUid).filter((uid) => uid > 0))];
+    const [skills, extensions, configurations] = await Promise.all([
+      this.repository.skillsOf(uids),
+      this.repository.extensionsOf(uids),
+      configurationUids.length > 0 ? this.configurations.findByUids(configurationUids) : Promise.resolve([]),
+    ]);
+    const liveConfigurations = new Map(configurations.filter((row) => !row.hidden).map((row) => [row.uid, row.identifier]));
+    return rows.map((row) => {
+      const extension = extensions.get(row.uid);
+      return {
+        row,
+        skills: skills.get(row.uid) ?? [],
+        variables: readDeclaredVariables(extension?.variables),
+        outputSchema: readSchemaText(extension?.outputSchema ?? null),
+        configuration: liveConfigurations.get(row.configurationUid) ?? null,
+      };
+    });
+  }
+
+  /** Validates every field before touching the row, so a refused write changes nothing. */
+  private async applyWrite(manager: EntityManager, row: TaskEntity, input: TaskWrite, extension: TaskExtensionEntity | null, creating: boolean): Promise<ExtensionWrite> {
+    const changes: Partial<TaskEntity> = {};
+    if (input.identifier !== undefined) changes.identifier = input.identifier;
+    if (creating || input.name !== undefined) changes.name = requireName(input.name ?? '');
+    if (input.description !== undefined) changes.description = optionalText(input.description, textLimitOf(TaskEntity, 'description'), 'description') ?? null;
+    if (input.category !== undefined && input.category !== null) changes.category = checked(checkChoice(input.category, TASK_CATEGORIES, 'category'), 'category');
+    if (input.inputType !== undefined && input.inputType !== null) changes.inputType = checked(checkChoice(input.inputType, TASK_INPUT_TYPES, 'inputType'), 'inputType');
+    if (input.outputFormat !== undefined && input.outputFormat !== null) changes.outputFormat = checked(checkChoice(input.outputFormat, TASK_OUTPUT_FORMATS, 'outputFormat'), 'outputFormat');
+    if (creating || input.promptTemplate !== undefined) {
+      if ((input.promptTemplate ?? '').trim() === '') throw new BadUserInputError('promptTemplate is required', 'promptTemplate');
+      changes.promptTemplate = optionalText(input.promptTemplate, textLimitOf(TaskEntity, 'promptTemplate'), 'promptTemplate')!;
+    }
+    if (input.configuration !== undefined) {
+      const wanted = (input.configuration ?? '').trim();
+      // Configuration 0 means the default configuration (nr_llm).
+      changes.configurationUid = wanted === '' ? 0 : (await this.requireConfiguration(wanted)).uid;
+    }
+    if (input.isActive !== undefined && input.isActive !== null) changes.isActive = input.isActive;
+    if (input.hidden !== undefined && input.hidden !== null) changes.hidden = input.hidden;
+    if (input.sorting !== undefined && input.sorting !== null) {
+      if (!Number.isInteger(input.sorting) || input.sorting < 0) throw new BadUserInputError('sorting must be 0 or more', 'sorting');
+      changes.sorting = input.sorting;
+    }
+    let skillUids: number[] | null = null;
+    if (input.skills !== undefined && input.skills !== null) {
+      skillUids = [];
+      for (const identifier of input.skills) {
+        const skill = await findLiveByIdentifierOrFail(manager, SkillEntity, identifier, 'skill', 'skills');
+        if (!skillUids.includes(skill.uid)) skillUids.push(skill.uid);
+      }
+    }
+
+    // The extension: checked against the template and format the row will have.
+    const template = changes.promptTemplate ?? row.promptTemplate ?? '';
+    const outputFormat = changes.outputFormat ?? row.outputFormat ?? 'markdown';
+    const storedVariables = readDeclaredVariables(extension?.variables);
+    const variables = input.variables !== undefined && input.variables !== null ? checked(checkDeclaredVariables(input.variables, template), 'variables') : storedVariables;
+    if (input.variables === undefined || input.variables === null) {
+      // A template edit must keep the stored declarations meaningful.
+      checked(checkDeclaredVariables(storedVariables, template), 'promptTemplate');
+    }
+    let outputSchema = extension?.outputSchema ?? null;
+    if (input.outputSchema !== undefined) {
+      if (input.outputSchema === null) outputSchema = null;
+      else {
+        if (!isInStrictSubset(input.outputSchema)) throw new BadUserInputError(SCHEMA_OUTSIDE_SUBSET_MESSAGE, 'outputSchema');
+        outputSchema = schemaText(input.outputSchema);
+        checkTextFits(outputSchema, textLimitOf(TaskExtensionEntity, 'outputSchema'), 'outputSchema', 'outputSchema as JSON');
+      }
+    }
+    if (outputSchema !== null && outputFormat !== 'json') throw new BadUserInputError(`An outputSchema needs outputFormat json (the task's is ${outputFormat})`, 'outputSchema');
+    Object.assign(row, changes);
+    return { skillUids, variables: JSON.stringify(variables), outputSchema };
+  }
+
+  private async requireConfiguration(identifier: string) {
+    const configuration = await this.configurations.findByIdentifier(identifier);
+    if (!configuration) throw new NotFoundError(`No configuration with identifier "${identifier}"`, 'configuration');
+    return configuration;
+  }
+
+  private async storeRelations(manager: EntityManager, row: TaskEntity, write: ExtensionWrite): Promise<void> {
+    if (write.skillUids !== null) {
+      await this.repository.replaceSkills(manager, row, write.skillUids);
+      await manager.save(row);
+    }
+    await this.repository.saveExtension(manager, row.uid, write.variables, write.outputSchema);
+  }
+}
+
+interface ExtensionWrite {
+  skillUids: number[] | null;
+  variables: string;
+  outputSchema: string | null;
+}
+
+/**
+ * The user prompt of a task (before the skill block, which the run's
+ * assembly puts in front): the rendered template, then for a JSON task
+ * nr_llm's JSON instruction, or with an output schema nr_llm's structured
+ * output instruction.
+ */
+export function userPromptOf(task: Pick<TaskRecord, 'row' | 'outputSchema'>, rendered: string): string {
+  if (task.row.outputFormat !== 'json') return rendered;
+  return task.outputSchema !== null ? withSchemaInstruction(rendered, task.outputSchema) : rendered + JSON_ONLY_SUFFIX;
+}
+
+function readSchemaText(text: string | null): string | null {
+  if (text === null) return null;
+  try {
+    return isInStrictSubset(JSON.parse(text)) ? text : null;
+  } catch {
+    return null;
+  }
+}
+
+function checked<T>(result: { ok: true; value: T } | { ok: false; message: string }, field: string): T {
+  if (!result.ok) throw new BadUserInputError(result.message, field);
+  return result.value;
+}
