@@ -143,6 +143,7 @@ export async function createApp(config: AppConfig, options: AppOptions = {}): Pr
       dialect,
       configurations: core.configurations,
       runs: () => parts.runs!.service,
+      bus: () => parts.runs!.feed,
       cursors,
       logger,
       retentionDays: config.conversationRetentionDays,

@@ -85,11 +85,9 @@ export class ConversationRepository {
       .where('s.uuid = :uuid', { uuid })
       .limit(1)
       .getRawAndEntities();
-    const session = entities[0] as (AiSessionEntity & { owner?: ConversationOwnerEntity | null }) | undefined;
+    const session = entities[0];
     if (!session || raw.length === 0) return null;
-    const owner = session.owner ?? null;
-    delete session.owner;
-    return { session, owner };
+    return splitOwner(session);
   }
 
   /** A session's messages in sequence order, all of them or those up to and including `throughSequence` (one indexed query). */
@@ -202,13 +200,12 @@ export class ConversationRepository {
   }
 
   /** The sessions in `scope` that pass `filter`, newest activity first, read by keyset. */
-  listed(scope: ConversationScope, filter: ConversationListFilter): KeysetSource<AiSessionEntity> {
+  listed(scope: ConversationScope, filter: ConversationListFilter): KeysetSource<StoredConversation> {
     const conditions = scopeConditions(scope);
     if (filter.configuration != null) conditions.push({ sql: 's.configuration_identifier = :configuration', parameters: { configuration: filter.configuration } });
     if (filter.search != null && filter.search !== '') conditions.push(searchCondition(['s.title'], filter.search, 'search'));
     const base = (): SelectQueryBuilder<AiSessionEntity> => {
-      const query = this.dataSource.getRepository(AiSessionEntity).createQueryBuilder('s');
-      if (!scope.all) query.leftJoin(ConversationOwnerEntity, 'o', 'o.session_uid = s.uid');
+      const query = this.dataSource.getRepository(AiSessionEntity).createQueryBuilder('s').leftJoinAndMapOne('s.owner', ConversationOwnerEntity, 'o', 'o.session_uid = s.uid');
       for (const condition of conditions) query.andWhere(condition.sql, condition.parameters);
       return query;
     };
@@ -221,7 +218,7 @@ export class ConversationRepository {
         }
         for (const { column, direction } of CONVERSATION_ORDER) query.addOrderBy(column, direction);
         const { entities, raw } = await query.limit(limit).getRawAndEntities<{ s_last_activity: unknown; s_uid: unknown }>();
-        return entities.map((row, index) => ({ row, position: positionOf([raw[index]?.s_last_activity, raw[index]?.s_uid]) }));
+        return entities.map((entity, index) => ({ row: splitOwner(entity), position: positionOf([raw[index]?.s_last_activity, raw[index]?.s_uid]) }));
       },
       count: () => base().getCount(),
       existsAtOrBefore: async (position) => {
@@ -263,6 +260,14 @@ export class ConversationRepository {
       if (rows.length < PURGE_CHUNK) return deleted;
     }
   }
+}
+
+/** A session read with its owner row mapped onto it, as the two. */
+function splitOwner(entity: AiSessionEntity): StoredConversation {
+  const session = entity as AiSessionEntity & { owner?: ConversationOwnerEntity | null };
+  const owner = session.owner ?? null;
+  delete session.owner;
+  return { session, owner };
 }
 
 /** A backend user's sessions, or the sessions a token opened without one; everything for ADMIN. */

@@ -1,4 +1,5 @@
-import { Arg, Authorized, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { Arg, Authorized, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root, Subscription, type SubscribeResolverData } from 'type-graphql';
+import type { StoredConversation } from './conversation.repository';
 import { Role } from '../auth/roles';
 import { checkFirst } from '../db/keyset';
 import { type ConnectionView, toConnection } from '../graphql/connection';
@@ -18,7 +19,7 @@ export class ConversationResolver {
   @Query(() => Conversation, { nullable: true, description: 'A conversation of the caller (ADMIN: anyone\'s); null when there is none or it belongs to someone else.' })
   async conversation(@Ctx() context: GraphQLContext, @Arg('id', () => ID) id: string): Promise<Conversation | null> {
     const stored = await context.services.conversations.get(callerOf(context), id);
-    return stored ? toConversation(stored.session) : null;
+    return stored ? toConversation(stored) : null;
   }
 
   @Authorized(Role.VIEWER)
@@ -48,7 +49,7 @@ export class ConversationResolver {
   @Authorized(Role.EDITOR)
   @Mutation(() => Conversation, { description: 'Opens a conversation on a configuration. Unknown configuration: NOT_FOUND; inactive, or a title over 255 characters: BAD_USER_INPUT.' })
   async startConversation(@Ctx() context: GraphQLContext, @Arg('input', () => StartConversationInput) input: StartConversationInput): Promise<Conversation> {
-    return toConversation(await context.services.conversations.start(callerOf(context), input));
+    return toConversation({ session: await context.services.conversations.start(callerOf(context), input), owner: null });
   }
 
   @Authorized(Role.EDITOR)
@@ -58,7 +59,16 @@ export class ConversationResolver {
   })
   async sendMessage(@Ctx() context: GraphQLContext, @Arg('input', () => SendMessageInput) input: SendMessageInput): Promise<SentMessage> {
     const sent = await context.services.conversations.send(callerOf(context), input, { trace: context.trace });
-    return { conversation: toConversation(sent.conversation), userMessage: toConversationMessage(sent.conversation.uuid, sent.userMessage), run: toAgentRun(sent.run) };
+    return { conversation: toConversation(sent.conversation), userMessage: toConversationMessage(sent.conversation.session.uuid, sent.userMessage), run: toAgentRun(sent.run) };
+  }
+
+  @Subscription(() => Conversation, {
+    description:
+      'The conversation now, then again each time it changes: a turn taken (activeRunId set, the user message stored), its reply stored (activeRunId null again), on any instance; ends when the conversation is deleted. Select `messages(afterSequence)` to read what is new. Unknown or foreign: NOT_FOUND.',
+    subscribe: ({ args, context }: SubscribeResolverData<unknown, { id: string }, GraphQLContext>) => context.services.conversations.watch(callerOf(context), args.id),
+  })
+  conversationUpdated(@Root() stored: StoredConversation, @Arg('id', () => ID) _id: string): Conversation {
+    return toConversation(stored);
   }
 
   @Authorized(Role.EDITOR)

@@ -13,7 +13,8 @@ import type { ConfigurationService } from '../configurations/configuration.servi
 import type { KeysetPage, PagingCursors } from '../db/keyset';
 import type { Logger } from '../logger';
 import type { ChatMessage } from '../providers/adapters/types';
-import type { EndStep, HistoryReference, RunService, RunView, StartRunRequest } from '../runs';
+import type { EndStep, HistoryReference, RunService, RunView, StartRunRequest, TraceBus } from '../runs';
+import { eventStream } from '../prompt-history/event-stream';
 import { isOpenRunStatus } from '../runs';
 import { BadUserInputError, ConflictError, NotFoundError } from '../shared/errors';
 import { unixNow } from '../shared/time';
@@ -37,19 +38,19 @@ import {
 export type TurnOptions = Pick<StartRunRequest, 'tools' | 'approvalRequired' | 'approvalTimeoutSeconds' | 'maxRounds' | 'maxTokens' | 'temperature' | 'stream' | 'maxTotalTokens' | 'maxCost'>;
 
 export interface SentMessage {
-  conversation: AiSessionEntity;
+  conversation: StoredConversation;
   userMessage: AiSessionMessageEntity;
   run: RunView;
 }
 
-/** Told of every change to a conversation (a turn stored, its reply stored, the session deleted). */
-export type ConversationListener = (change: { sessionUuid: string; sessionUid: number }) => void;
 
 export class ConversationService {
   constructor(
     private readonly repository: ConversationRepository,
     private readonly configurations: Pick<ConfigurationService, 'findByIdentifier' | 'findDefault'>,
     private readonly runs: () => RunService,
+    /** The bus the runs publish on (their steps, and the conversations' channels); asked lazily, as runs. */
+    private readonly bus: () => TraceBus,
     private readonly cursors: PagingCursors,
     private readonly logger: Logger,
   ) {}
@@ -84,7 +85,7 @@ export class ConversationService {
   }
 
   /** The caller's sessions (ADMIN: everyone's), newest activity first. */
-  page(caller: Caller, filter: ConversationListFilter, first: number, after: string | null): Promise<KeysetPage<AiSessionEntity>> {
+  page(caller: Caller, filter: ConversationListFilter, first: number, after: string | null): Promise<KeysetPage<StoredConversation>> {
     const scope = { all: caller.role === 'ADMIN', beUser: caller.beUser, tokenUid: caller.tokenUid };
     return this.cursors.readPage(CONVERSATION_LIST, CONVERSATION_KEY_KINDS, this.repository.listed(scope, filter), first, after);
   }
@@ -94,7 +95,63 @@ export class ConversationService {
     const stored = await this.get(caller, uuid);
     if (!stored) throw notFound(uuid);
     await this.repository.delete(stored.session.uid);
+    this.bus().publish(channelOf(uuid), { type: 'run-changed', runId: '' });
     this.logger.info({ conversation: uuid, by: caller.name }, 'conversation deleted');
+  }
+
+  /**
+   * The conversation now, then again each time it changes (a turn taken, a
+   * reply stored), on whichever instance; ends when it is deleted. The
+   * signals come from the bus the runs use (a turn's start on the
+   * conversation's channel, its END on its run's); each is answered by
+   * reading the conversation again, so a lost signal costs nothing the next
+   * one does not bring back.
+   */
+  async *watch(caller: Caller, uuid: string): AsyncGenerator<StoredConversation, void, undefined> {
+    const bus = this.bus();
+    let followed = '';
+    let stopRun: (() => void) | null = null;
+    let push: (signal: 'changed' | 'deleted') => void = () => undefined;
+    const follow = (runId: string) => {
+      if (runId === followed) return;
+      stopRun?.();
+      stopRun = null;
+      followed = runId;
+      if (runId !== '') {
+        stopRun = bus.subscribe(runId, (message) => {
+          if ((message.type === 'step' && message.step.kind === 'end') || message.type === 'reconnected') push('changed');
+        });
+      }
+    };
+    // Listening before the first read: a turn that starts meanwhile is not missed.
+    const signals = eventStream<'changed' | 'deleted'>((pushSignal) => {
+      push = pushSignal;
+      const stop = bus.subscribe(channelOf(uuid), (message) => pushSignal(message.type === 'run-changed' && message.runId === '' ? 'deleted' : 'changed'));
+      return () => {
+        stop();
+        follow('');
+      };
+    }, 16);
+    try {
+      let last = await this.get(caller, uuid);
+      if (!last) throw notFound(uuid);
+      yield last;
+      follow(last.owner?.activeRun ?? '');
+      // The turn followed may have ended before its channel was listened to.
+      if (followed !== '') push('changed');
+      for await (const signal of signals) {
+        if (signal === 'deleted') return;
+        const now = await this.get(caller, uuid);
+        if (!now) return;
+        follow(now.owner?.activeRun ?? '');
+        if (!sameState(last, now)) {
+          last = now;
+          yield now;
+        }
+      }
+    } finally {
+      await signals.return?.();
+    }
   }
 
   /**
@@ -147,8 +204,10 @@ export class ConversationService {
     const now = unixNow();
     const sent = userMessage as AiSessionMessageEntity | null;
     if (!sent) throw new Error('the turn stored no user message');
+    // Stored (the transaction committed): watchers read the conversation again.
+    this.bus().publish(channelOf(session.uuid), { type: 'run-changed', runId: run.row.uuid });
     return {
-      conversation: Object.assign({} as AiSessionEntity, session, { messageCount: Math.max(session.messageCount, sent.sequence + 1), lastActivity: Math.max(session.lastActivity, now) }),
+      conversation: { session: Object.assign({} as AiSessionEntity, session, { messageCount: Math.max(session.messageCount, sent.sequence + 1), lastActivity: Math.max(session.lastActivity, now) }), owner: { sessionUid: session.uid, ownerToken: owner?.ownerToken ?? 0, activeRun: run.row.uuid, activeRunUid: run.row.uid } },
       userMessage: sent,
       run,
     };
@@ -206,6 +265,16 @@ export class ConversationService {
     if (!configuration.isActive) throw new BadUserInputError(unusableConfigurationMessage(identifier, `Configuration "${identifier}" is inactive.`), 'conversationId');
     return configuration;
   }
+}
+
+/** The bus channel a conversation's changes are announced on (run ids are bare uuids: no clash). */
+function channelOf(uuid: string): string {
+  return `conversation:${uuid}`;
+}
+
+/** Whether a watcher has seen this state already. */
+function sameState(a: StoredConversation, b: StoredConversation): boolean {
+  return a.session.messageCount === b.session.messageCount && a.session.lastActivity === b.session.lastActivity && a.session.title === b.session.title && (a.owner?.activeRun ?? '') === (b.owner?.activeRun ?? '');
 }
 
 /** A turn found the conversation taken by another inside its transaction (which then stores nothing). */

@@ -5,7 +5,7 @@ import { DateTimeScalar } from '../graphql/scalars';
 import { AgentRun } from '../runs';
 import { fromUnix } from '../shared/time';
 import type { AiSessionMessageEntity } from './ai-session-message.entity';
-import type { AiSessionEntity } from './ai-session.entity';
+import type { StoredConversation } from './conversation.repository';
 import { MAX_TITLE_LENGTH, messageIdOf } from './conversation-rules';
 
 @ObjectType({ description: 'A multi-turn conversation (nr_llm\'s tx_nrllm_ai_session): its messages are the authority; every turn is a run.' })
@@ -19,6 +19,7 @@ export class Conversation {
   @Field(() => Int, { description: 'The TYPO3 backend user the conversation belongs to (0: none; it then belongs to the token that opened it).' }) beUser!: number;
   @Field(() => DateTimeScalar) lastActivity!: Date;
   @Field(() => DateTimeScalar) createdAt!: Date;
+  @Field(() => ID, { nullable: true, description: 'The run of the turn under way (watch it with runTrace); null when the conversation is idle and takes a message.' }) activeRunId!: string | null;
 }
 
 @ObjectType({ simpleResolvers: true, description: 'One stored message of a conversation (tx_nrllm_ai_session_message). The system prompt is never stored.' })
@@ -74,7 +75,7 @@ export class ConversationFilter {
   @Field(() => String, { nullable: true, description: 'Text found in the title, case-insensitively.' }) search?: string | null;
 }
 
-export function toConversation(session: AiSessionEntity): Conversation {
+export function toConversation({ session, owner }: StoredConversation): Conversation {
   return Object.assign(new Conversation(), {
     sessionUid: session.uid,
     id: session.uuid,
@@ -84,6 +85,7 @@ export function toConversation(session: AiSessionEntity): Conversation {
     beUser: session.beUser,
     lastActivity: fromUnix(session.lastActivity),
     createdAt: fromUnix(session.crdate),
+    activeRunId: owner?.activeRun ? owner.activeRun : null,
   });
 }
 

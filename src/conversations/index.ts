@@ -12,7 +12,7 @@ import type { ConfigurationService } from '../configurations/configuration.servi
 import type { Dialect } from '../db/data-source';
 import type { PagingCursors } from '../db/keyset';
 import type { Logger } from '../logger';
-import type { RunEndedHook, RunService } from '../runs';
+import type { RunEndedHook, RunService, TraceBus } from '../runs';
 import { ConversationRepository } from './conversation.repository';
 import { ConversationService } from './conversation.service';
 
@@ -36,11 +36,13 @@ export function createConversationsFeature(deps: {
   configurations: Pick<ConfigurationService, 'findByIdentifier' | 'findDefault'>;
   /** Asked lazily: runs are built after conversations (they read its history). */
   runs: () => RunService;
+  /** The bus the runs publish on (asked lazily, as runs). */
+  bus: () => TraceBus;
   cursors: PagingCursors;
   logger: Logger;
   retentionDays: number;
 }): ConversationsFeature {
-  const service = new ConversationService(new ConversationRepository(deps.dataSource, deps.dialect), deps.configurations, deps.runs, deps.cursors, deps.logger);
+  const service = new ConversationService(new ConversationRepository(deps.dataSource, deps.dialect), deps.configurations, deps.runs, deps.bus, deps.cursors, deps.logger);
   let timer: NodeJS.Timeout | null = null;
   const purge = () => {
     service
