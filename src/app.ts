@@ -136,7 +136,7 @@ export async function createApp(config: AppConfig, options: AppOptions = {}): Pr
     // MCP skips tools named like a built-in one; runs offer MCP's tools: each asks the other lazily.
     const mcp = createMcpFeature(dataSource, core.identifiers, config, secrets, logger, () => parts.runs?.builtinToolNames() ?? []);
     parts.mcp = mcp;
-    const usage = createUsageFeature({ dataSource, dialect, config, logger, now: options.usageNow });
+    const usage = createUsageFeature({ dataSource, dialect, config, logger, configurations: core.configurations, now: options.usageNow });
     // Each turn of a conversation is a run; runs ask conversations for a turn's history and tell them of its END.
     const conversations = createConversationsFeature({
       dataSource,
@@ -164,7 +164,7 @@ export async function createApp(config: AppConfig, options: AppOptions = {}): Pr
     });
     parts.runs = runs;
     const tasks = createTasksFeature({ dataSource, identifiers: core.identifiers, configurations: core.configurations, runs: runs.service });
-    const services: Services = { ...core, runs: runs.service, runReader: runs.reader, runFeed: runs.feed, mcp: mcp.service, tasks, conversations: conversations.service };
+    const services: Services = { ...core, runs: runs.service, runReader: runs.reader, runFeed: runs.feed, mcp: mcp.service, tasks, usage: usage.service, conversations: conversations.service };
     operations.metrics.countOpenRunsWith(runs.countOpen);
 
     const generated = await core.tokens.bootstrap(config.adminToken);

@@ -27,6 +27,7 @@ import { SkillService } from './skills/skill.service';
 import { SnippetRepository } from './snippets/snippet.repository';
 import { SnippetService } from './snippets/snippet.service';
 import type { TaskService } from './tasks';
+import type { UsageService } from './usage';
 import { createWebhookFeature, type WebhookDispatcher, type WebhookOutbox, type WebhookService } from './webhooks';
 
 export interface Services {
@@ -58,11 +59,13 @@ export interface Services {
   mcp: McpService;
   /** nr_llm's one-shot prompt tasks: CRUD, render, run. */
   tasks: TaskService;
+  /** Budgets and the usage ledger's sums. */
+  usage: UsageService;
   /** Multi-turn conversations; every turn a run. */
   conversations: ConversationService;
 }
 
-export type CoreServices = Omit<Services, 'runs' | 'runReader' | 'runFeed' | 'mcp' | 'tasks' | 'conversations'>;
+export type CoreServices = Omit<Services, 'runs' | 'runReader' | 'runFeed' | 'mcp' | 'tasks' | 'usage' | 'conversations'>;
 
 export function createCoreServices(
   dataSource: DataSource,

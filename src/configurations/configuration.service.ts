@@ -40,7 +40,18 @@ export interface ConfigurationWrite {
   hidden?: boolean;
   isDefault?: boolean;
   sorting?: number;
+  /** The daily caps over all users (0 = none); an ADMIN's to set. */
+  maxRequestsPerDay?: number;
+  maxTokensPerDay?: number;
+  maxCostPerDay?: number;
 }
+
+/** The daily caps: whole counts within `int(11)`, dollars within `decimal(10,2)`. */
+const CAPS = {
+  maxRequestsPerDay: { max: 2_147_483_647, whole: true },
+  maxTokensPerDay: { max: 2_147_483_647, whole: true },
+  maxCostPerDay: { max: 99_999_999.99, whole: false },
+} as const;
 
 const RANGES = {
   temperature: [0, 2],
@@ -317,6 +328,17 @@ export class ConfigurationService {
           throw new ForbiddenError(`options.${key} is set by an ADMIN only; an EDITOR may set ${EDITOR_OPTION_KEYS.join(', ')}`, 'options');
         }
       }
+    }
+    for (const key of Object.keys(CAPS) as (keyof typeof CAPS)[]) {
+      const value = input[key];
+      if (value === undefined || value === null) continue;
+      const { max, whole } = CAPS[key];
+      if (!Number.isFinite(value) || value < 0 || value > max || (whole && !Number.isInteger(value))) {
+        throw new BadUserInputError(`${key} must be ${whole ? 'a whole number' : 'a number of US dollars'} from 0 to ${max} (0 = no cap)`, key);
+      }
+      const rounded = whole ? value : Math.round(value * 100) / 100;
+      if (rounded !== Number(row[key] ?? 0) && !writer.mayChangeAdminOptions) throw new ForbiddenError(`${key} is a spending cap; only an ADMIN may set it`, key);
+      changes[key] = rounded;
     }
     if (input.isActive !== undefined && input.isActive !== null) changes.isActive = input.isActive;
     if (input.hidden !== undefined && input.hidden !== null) changes.hidden = input.hidden;

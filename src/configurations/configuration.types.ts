@@ -29,7 +29,16 @@ export class LlmConfiguration {
   @Field() hidden!: boolean;
   @Field() isDefault!: boolean;
   @Field(() => Int) sorting!: number;
+  @Field(() => Int, { description: 'Daily cap on provider calls over all users (0 = none); a run\'s call past it ends the run `budget_exhausted`.' }) maxRequestsPerDay!: number;
+  @Field(() => Int, { description: 'Daily cap on tokens over all users (0 = none): a call goes while the day\'s tokens are at most the cap.' }) maxTokensPerDay!: number;
+  @Field(() => Float, { description: 'Daily cap on cost in US dollars over all users (0 = none).' }) maxCostPerDay!: number;
   entity!: ConfigurationEntity;
+}
+
+/** A cap as stored; a negative or unreadable value written by another program sets none (0). */
+function capOf(value: unknown): number {
+  const number = Number(value);
+  return Number.isFinite(number) && number > 0 ? number : 0;
 }
 
 export function toLlmConfiguration(row: ConfigurationEntity): LlmConfiguration {
@@ -51,6 +60,9 @@ export function toLlmConfiguration(row: ConfigurationEntity): LlmConfiguration {
     hidden: row.hidden,
     isDefault: row.isDefault,
     sorting: row.sorting,
+    maxRequestsPerDay: capOf(row.maxRequestsPerDay),
+    maxTokensPerDay: capOf(row.maxTokensPerDay),
+    maxCostPerDay: capOf(row.maxCostPerDay),
     entity: row,
   };
 }
@@ -75,6 +87,9 @@ export class CreateConfigurationInput {
   @Field({ nullable: true }) hidden?: boolean;
   @Field({ nullable: true }) isDefault?: boolean;
   @Field(() => Int, { nullable: true }) sorting?: number;
+  @Field(() => Int, { nullable: true, description: 'ADMIN only. Daily cap on provider calls over all users; 0 = none.' }) maxRequestsPerDay?: number;
+  @Field(() => Int, { nullable: true, description: 'ADMIN only. Daily cap on tokens over all users; 0 = none.' }) maxTokensPerDay?: number;
+  @Field(() => Float, { nullable: true, description: 'ADMIN only. Daily cap on cost in US dollars (two decimals) over all users; 0 = none.' }) maxCostPerDay?: number;
 }
 
 @InputType()
@@ -97,6 +112,9 @@ export class UpdateConfigurationInput {
   @Field({ nullable: true }) hidden?: boolean;
   @Field({ nullable: true }) isDefault?: boolean;
   @Field(() => Int, { nullable: true }) sorting?: number;
+  @Field(() => Int, { nullable: true, description: 'ADMIN only. Daily cap on provider calls over all users; 0 = none.' }) maxRequestsPerDay?: number;
+  @Field(() => Int, { nullable: true, description: 'ADMIN only. Daily cap on tokens over all users; 0 = none.' }) maxTokensPerDay?: number;
+  @Field(() => Float, { nullable: true, description: 'ADMIN only. Daily cap on cost in US dollars (two decimals) over all users; 0 = none.' }) maxCostPerDay?: number;
 }
 
 export const { ConnectionType: LlmConfigurationConnection } = connectionTypes(

@@ -12,10 +12,11 @@ import { RunResolver, RunStepResolver, runDeltasEvent, runTraceEvent } from '../
 import { SkillResolver } from '../skills/skill.resolver';
 import { SnippetResolver } from '../snippets/snippet.resolver';
 import { TaskResolver } from '../tasks/task.resolver';
+import { UsageResolver } from '../usage/usage.resolver';
 import { WebhookResolver } from '../webhooks/webhook.resolver';
 import { authChecker } from './auth-checker';
 
-export const resolvers = [SnippetResolver, ProviderResolver, ModelResolver, ConfigurationResolver, SkillResolver, ApiTokenResolver, RunResolver, RunStepResolver, PromptHistoryResolver, McpServerResolver, WebhookResolver, ConfigurationReleaseResolver, TaskResolver, ConversationResolver] as const;
+export const resolvers = [SnippetResolver, ProviderResolver, ModelResolver, ConfigurationResolver, SkillResolver, ApiTokenResolver, RunResolver, RunStepResolver, PromptHistoryResolver, McpServerResolver, WebhookResolver, ConfigurationReleaseResolver, TaskResolver, UsageResolver, ConversationResolver] as const;
 
 /**
  * The schema is built from the resolver classes; `schema.graphql` is its committed print.

@@ -156,7 +156,7 @@ export class RunResolver {
     @Arg('decisions', () => [ToolDecisionInput]) decisions: ToolDecisionInput[],
   ): Promise<AgentRun> {
     if (!caller) throw new UnauthenticatedError('Authentication required');
-    return toAgentRun(await services.runs.resolveToolApproval(runId, decisions, caller));
+    return toAgentRun(await services.runs.approvals.resolve(runId, decisions, caller));
   }
 
   @Subscription(() => RunStep, {

@@ -20,7 +20,6 @@ import type { ProviderService } from '../providers/provider.service';
 import type { ReleaseService } from '../releases/release.service';
 import type { SkillService } from '../skills/skill.service';
 import type { SnippetService } from '../snippets/snippet.service';
-import type { ToolDecisionRequest } from './engine/approval-decision';
 import { firstCallFit } from './engine/first-fit';
 import { RunApprovals } from './run-approvals';
 import { RunDriver } from './run-driver';
@@ -101,7 +100,8 @@ export class RunService {
   readonly reader: RunReader;
   private readonly preparer: RunPreparer;
   private readonly driver: RunDriver;
-  private readonly approvals: RunApprovals;
+  /** Decisions on runs waiting for approval, and their timeouts (run-approvals.ts). */
+  readonly approvals: RunApprovals;
   private readonly supervisor: RunSupervisor;
 
   constructor(
@@ -122,7 +122,7 @@ export class RunService {
     this.driver = new RunDriver(this.store, this.preparer, bus, logger, options);
     const driver = this.driver;
     this.reader = new RunReader(this.store, bus, { has: (uuid) => driver.local(uuid) !== undefined, dryRun: (uuid) => driver.local(uuid)?.dryRun }, options);
-    this.approvals = new RunApprovals(this.store, this.driver, bus, this.reader, logger);
+    this.approvals = new RunApprovals(this.store, this.driver, logger);
     this.supervisor = new RunSupervisor(this.store, this.driver, this.approvals, bus, this.reader, logger);
   }
 
@@ -195,11 +195,6 @@ export class RunService {
       callOptions: prepared.loopInput.callOptions,
       appliedSkills: assembled.skills.included,
     };
-  }
-
-  /** Decides every pending call of a waiting run at once and drives the run on in this process (run-approvals.ts). */
-  resolveToolApproval(uuid: string, decisions: readonly ToolDecisionRequest[], caller: Caller): Promise<RunView> {
-    return this.approvals.resolve(uuid, decisions, caller);
   }
 
   /** Refuses the pending calls of runs whose approval timeout passed, and drives them on here; how many. */

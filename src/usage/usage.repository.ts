@@ -7,6 +7,7 @@
 import type { DataSource } from 'typeorm';
 import type { Dialect } from '../db/data-source';
 import type { Limits, UsageSums, UserBudgetLimits } from './usage-rules';
+import { UserBudgetEntity } from './user-budget.entity';
 
 /** The aggregation key of one `tx_nrllm_service_usage` row (nr_llm's, in its order). */
 export interface UsageKey {
@@ -148,5 +149,102 @@ export class UsageRepository {
     } finally {
       await runner.release();
     }
+  }
+}
+
+/** A dimension `usage` can group by, and its column. */
+export const USAGE_DIMENSION_COLUMNS = {
+  DAY: 'request_date',
+  MODEL: 'model_id',
+  CONFIGURATION: 'configuration_uid',
+  USER: 'be_user',
+  SOURCE: 'source_extension',
+  PROVIDER: 'service_provider',
+  TASK: 'task_uid',
+  SERVICE_TYPE: 'service_type',
+} as const;
+
+export type UsageDimensionName = keyof typeof USAGE_DIMENSION_COLUMNS;
+
+/** One group of `usage`: its dimension values (by column) and its sums. */
+export interface UsageGroupRow {
+  values: Partial<Record<UsageDimensionName, string | number>>;
+  sums: UsageFigures;
+}
+
+export interface UsageFigures {
+  requests: number;
+  tokens: number;
+  promptTokens: number;
+  completionTokens: number;
+  cost: number;
+}
+
+const FIGURES = 'SUM(request_count) AS requests, SUM(tokens_used) AS tokens, SUM(prompt_tokens) AS prompt_tokens, SUM(completion_tokens) AS completion_tokens, SUM(estimated_cost) AS cost';
+
+export function figuresOf(row: Record<string, unknown> | undefined): UsageFigures {
+  return { requests: num(row?.requests), tokens: num(row?.tokens), promptTokens: num(row?.prompt_tokens), completionTokens: num(row?.completion_tokens), cost: num(row?.cost) };
+}
+
+/** Reads for the `usage` queries (kept apart from the hot path above). */
+export class UsageReports {
+  constructor(private readonly dataSource: DataSource) {}
+
+  /** Sums per group of the days from `fromDay` to `toDay` (day starts, both included). */
+  async grouped(fromDay: number, toDay: number, dimensions: readonly UsageDimensionName[]): Promise<UsageGroupRow[]> {
+    const columns = dimensions.map((dimension) => USAGE_DIMENSION_COLUMNS[dimension]);
+    const select = columns.map((column) => `${column} AS d_${column}`);
+    const rows = (await this.dataSource.query(
+      `SELECT ${[...select, FIGURES].join(', ')} FROM tx_nrllm_service_usage WHERE request_date >= ? AND request_date <= ?${columns.length > 0 ? ` GROUP BY ${columns.join(', ')}` : ''}`,
+      [fromDay, toDay],
+    )) as Record<string, unknown>[];
+    return rows.map((row) => {
+      const values: UsageGroupRow['values'] = {};
+      for (const dimension of dimensions) {
+        const raw = row[`d_${USAGE_DIMENSION_COLUMNS[dimension]}`];
+        values[dimension] = typeof raw === 'string' && !['request_date', 'configuration_uid', 'be_user', 'task_uid'].includes(USAGE_DIMENSION_COLUMNS[dimension]) ? raw : num(raw);
+      }
+      return { values, sums: figuresOf(row) };
+    });
+  }
+
+  /** The user's budget row: the first by uid that is neither deleted nor hidden. */
+  async budgetOf(beUser: number): Promise<UserBudgetEntity | null> {
+    return this.dataSource.getRepository(UserBudgetEntity).findOne({ where: { beUser, deleted: false, hidden: false }, order: { uid: 'ASC' } });
+  }
+
+  /** Every visible budget, one per user (the first by uid), by backend user. */
+  async budgets(): Promise<UserBudgetEntity[]> {
+    const rows = await this.dataSource.getRepository(UserBudgetEntity).find({ where: { deleted: false, hidden: false }, order: { beUser: 'ASC', uid: 'ASC' } });
+    const seen = new Set<number>();
+    return rows.filter((row) => !seen.has(row.beUser) && seen.add(row.beUser) !== undefined);
+  }
+
+  async saveBudget(row: UserBudgetEntity): Promise<UserBudgetEntity> {
+    return this.dataSource.getRepository(UserBudgetEntity).save(row);
+  }
+
+  createBudget(beUser: number, now: number): UserBudgetEntity {
+    return this.dataSource.getRepository(UserBudgetEntity).create({
+      pid: 0,
+      beUser,
+      maxRequestsPerDay: 0,
+      maxTokensPerDay: 0,
+      maxCostPerDay: 0,
+      maxRequestsPerMonth: 0,
+      maxTokensPerMonth: 0,
+      maxCostPerMonth: 0,
+      isActive: true,
+      tstamp: now,
+      crdate: now,
+      deleted: false,
+      hidden: false,
+    });
+  }
+
+  /** Marks every visible budget of the user deleted, as TYPO3 deletes; whether there was one. */
+  async deleteBudgets(beUser: number, now: number): Promise<boolean> {
+    const result = await this.dataSource.getRepository(UserBudgetEntity).update({ beUser, deleted: false }, { deleted: true, tstamp: now });
+    return (result.affected ?? 0) > 0;
   }
 }
