@@ -21,7 +21,8 @@ import { BadUserInputError, ForbiddenError, NotFoundError } from '../shared/erro
 import { plainValueOf, type PhpArray } from '../shared/php-json';
 import type { SkillEntity } from '../skills/skill.entity';
 import type { SkillService } from '../skills/skill.service';
-import { ActiveSnippetIndex, type SnippetService } from '../snippets/snippet.service';
+import { ActiveSnippetIndex } from '../prompt/snippet-index';
+import type { SnippetService } from '../snippets/snippet.service';
 import type { LedgerAccount } from './engine/call-ledger';
 import type { AgentLoopInput } from './engine/loop-contract';
 import { releaseCallOptions, checkLabel } from '../releases/release-rules';

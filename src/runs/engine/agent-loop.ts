@@ -234,7 +234,7 @@ class AgentLoopRun {
       return this.outcome('context_truncated', { truncated: true });
     }
     const prices = this.input.model.prices;
-    const costPerPromptToken = prices === null ? null : estimateCost({ promptTokens: 1_000_000, completionTokens: 0, totalTokens: 1_000_000 }, prices);
+    const costPerPromptToken = estimateCost({ promptTokens: 1_000_000, completionTokens: 0, totalTokens: 1_000_000 }, prices);
     if (budgetWouldBeExceeded(this.progress, this.rules.budget, { promptEstimate: fit.sentEstimate, costPerPromptToken: costPerPromptToken === null ? null : costPerPromptToken / 1_000_000 })) {
       return this.outcome('budget_exhausted');
     }
@@ -265,7 +265,7 @@ class AgentLoopRun {
     const durationMs = elapsedMs(started);
     // The provider's counts are untrusted: clamped before they are added, stored, priced or booked.
     const usage = sanitizeUsage(result.usage);
-    const estimatedCost = prices === null ? null : estimateCost(usage, prices);
+    const estimatedCost = estimateCost(usage, prices);
     await permit.book(usage, estimatedCost);
     this.throwIfCancelled();
     await this.record(
@@ -410,7 +410,7 @@ class AgentLoopRun {
       totalTokens: usage.promptTokens + usage.completionTokens,
       // Cost is linear in tokens, so pricing the summed usage equals summing
       // per-call costs, without the float drift of adding many small numbers.
-      estimatedCost: prices === null ? null : estimateCost(usage, prices),
+      estimatedCost: estimateCost(usage, prices),
       error: details.error ?? null,
       errorClass: details.errorClass ?? null,
       dryRun: this.input.dryRun === true,
