@@ -163,7 +163,7 @@ export async function createApp(config: AppConfig, options: AppOptions = {}): Pr
       options: options.runs,
     });
     parts.runs = runs;
-    const tasks = createTasksFeature({ dataSource, identifiers: core.identifiers, configurations: core.configurations, runs: runs.service });
+    const tasks = createTasksFeature({ dataSource, identifiers: core.identifiers, configurations: core.configurations, runs: runs.service, reader: runs.reader });
     const services: Services = { ...core, runs: runs.service, runReader: runs.reader, runFeed: runs.feed, mcp: mcp.service, tasks, usage: usage.service, conversations: conversations.service };
     operations.metrics.countOpenRunsWith(runs.countOpen);
 

@@ -33,6 +33,7 @@ export { ToolInputError, type ExternalTool, type ExternalToolSource } from './to
 export type { LoopStep, LlmStep, RequestStep } from './engine/loop-step';
 export type { CallLedger, CallLedgerFactory, CallPermit, CallRefusal, LedgerAccount, LedgerCall } from './engine/call-ledger';
 export type { RunProvenance } from './run-store';
+export type { RunTaskOrigin } from './run-queries';
 export type { RunFeedBus } from './run-feed';
 export type { RunReader, RunView } from './run-reader';
 export type { HistoryReference, HistorySource, RunPreview, RunService, RunServiceOptions, RunStartExtras, StartRunRequest, ToolDecisionRequest } from './run.service';

@@ -18,7 +18,7 @@ import type { ModelEntity } from '../providers/model.entity';
 import type { ModelService } from '../providers/model.service';
 import type { ProviderService } from '../providers/provider.service';
 import { BadUserInputError, ForbiddenError, NotFoundError } from '../shared/errors';
-import { plainValueOf, type PhpArray } from '../shared/php-json';
+import { phpValueOf, plainValueOf, type PhpArray } from '../shared/php-json';
 import type { SkillEntity } from '../skills/skill.entity';
 import type { SkillService } from '../skills/skill.service';
 import { ActiveSnippetIndex } from '../prompt/snippet-index';
@@ -29,6 +29,7 @@ import { releaseCallOptions, checkLabel } from '../releases/release-rules';
 import { skillInputOf, type ReleaseService, type StoredRelease } from '../releases/release.service';
 import type { PromptSnippetEntity } from '../snippets/snippet.entity';
 import type { ExternalToolSource, ToolRegistry } from './tools/tool-registry';
+import type { RunTaskOrigin } from './run-queries';
 
 export interface StartRunRequest {
   configuration: string;
@@ -56,6 +57,14 @@ export interface StartRunRequest {
   label?: string | null;
   /** `json`: ask the provider for JSON (nr_llm's `response_format` call option, merged over the configuration's). */
   responseFormat?: 'json' | null;
+  /**
+   * A JSON Schema (text) the final answer must match: validated on the
+   * server, one repair call, the run ends `invalid_output` if it still fails.
+   * Sent to the provider as `response_schema` for its native JSON mode.
+   */
+  outputSchema?: string | null;
+  /** The task a task run runs (set by the tasks feature, never by a caller); its uid is the run's `taskUid`. */
+  task?: RunTaskOrigin | null;
   /**
    * The release the label meant when the run started (set by the service,
    * never by a caller): a run that goes on later runs this release even if
@@ -258,6 +267,7 @@ export class RunPreparer {
     if (request.maxTokens != null) overrides.set('max_tokens', BigInt(Math.trunc(request.maxTokens)));
     if (request.temperature != null) overrides.set('temperature', request.temperature);
     if (request.responseFormat === 'json') overrides.set('response_format', 'json');
+    if (request.outputSchema != null) overrides.set('response_schema', phpValueOf(JSON.parse(request.outputSchema)));
     // plainValueOf: an option integer beyond 2^53 stays a bigint and reaches the wire body with its digits (plainJsonText).
     const callOptions = release ? withModel(plainValueOf(releaseCallOptions(release.callOptions, overrides, model)) as Record<string, unknown>, model) : callOptionsFor(configuration, model, activeSnippets!, overrides);
 
@@ -300,6 +310,7 @@ export class RunPreparer {
         approvalRequired: request.approvalRequired ?? [],
         approvalTimeoutSeconds: request.approvalTimeoutSeconds ?? null,
         budget: { maxTotalTokens: request.maxTotalTokens ?? null, maxCost: request.maxCost ?? null },
+        structuredOutput: request.outputSchema != null ? { schemaJson: request.outputSchema } : null,
       },
     };
   }

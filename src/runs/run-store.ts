@@ -43,6 +43,8 @@ export interface EndedRun {
   error: string | null;
   dryRun: boolean;
   finishedAt: string;
+  /** The task identifier of a task run; null otherwise. */
+  task: string | null;
 }
 
 /**
@@ -69,7 +71,9 @@ export class RunStore extends RunQueries {
     await this.onRunEnded(manager, async () => {
       const row = await manager.getRepository(AgentRunEntity).findOne({ where: { uid: runUid } });
       if (!row) return null;
+      const provenance = await manager.getRepository(RunProvenanceEntity).findOne({ where: { runUid } });
       return {
+        task: provenance?.taskIdentifier ?? null,
         id: row.uuid,
         configuration: row.configurationIdentifier,
         status: end.status,
@@ -131,7 +135,7 @@ export class RunStore extends RunQueries {
           .createQueryBuilder()
           .insert()
           .into(RunProvenanceEntity)
-          .values({ runUid: row.uid, releaseId: provenance.releaseId, label: provenance.label, snippets: JSON.stringify(provenance.snippets) })
+          .values({ runUid: row.uid, releaseId: provenance.releaseId, label: provenance.label, snippets: JSON.stringify(provenance.snippets), ...taskColumnsOf(provenance.task) })
           .updateEntity(false)
           .execute();
       }
@@ -411,4 +415,9 @@ function runRowFromEnd(step: EndStep): Partial<AgentRunEntity> {
     finishedAt: now,
     tstamp: now,
   };
+}
+
+/** The provenance columns of a task run (all null for other runs). */
+function taskColumnsOf(task: RunProvenance['task']) {
+  return { taskUid: task?.uid ?? null, taskIdentifier: task?.identifier ?? null, taskVersion: task?.version ?? null };
 }

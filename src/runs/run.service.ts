@@ -15,6 +15,7 @@ import type { Logger } from '../logger';
 import type { RunObserver } from '../operations/run-observer';
 import type { CallOptions, ChatAdapter, ChatMessage } from '../providers/adapters/types';
 import { assembleRunMessages } from '../prompt/run-messages';
+import { buildSkillBlock } from '../prompt/skill-block';
 import type { ModelService } from '../providers/model.service';
 import type { ProviderService } from '../providers/provider.service';
 import type { ReleaseService } from '../releases/release.service';
@@ -145,23 +146,24 @@ export class RunService {
   /**
    * Validates everything, stores the run as QUEUED with its request, and starts driving it without waiting.
    * `origin.trace` is the starting request's trace span (opaque), for the run's trace; `origin.taskUid`
-   * the task the run executes (its usage is booked to it).
+   * the task the run executes (its usage is booked to it; a task run's `input.task` says it too).
    */
   async start(input: StartRunRequest, caller: Caller, origin: { trace?: unknown; taskUid?: number } = {}, extra: RunStartExtras = {}): Promise<RunView> {
     // Which release a run sends is decided here, from its label; never taken from a caller.
     const request: StartRunRequest = { ...input, releaseId: null };
     this.preparer.checkRequest(request, caller);
-    const booking = { beUser: caller.beUser, source: caller.source, taskUid: origin.taskUid ?? 0 };
+    const booking = { beUser: caller.beUser, source: caller.source, taskUid: origin.taskUid ?? input.task?.uid ?? 0 };
     const prepared = await this.preparer.prepare(request, true, booking);
     const release = prepared.release;
+    const task = request.task ?? null;
     const stored: StoredRunRequest = {
       request: { ...normalisedRequest(request), ...(release ? { label: release.label, releaseId: release.id } : {}) },
       startedBy: caller.name,
       ...booking,
     };
     const provenance: RunProvenance = release
-      ? { releaseId: release.id, label: release.label, snippets: release.snippets }
-      : { releaseId: null, label: null, snippets: await this.releases.composedVersions(prepared.composedSnippets) };
+      ? { releaseId: release.id, label: release.label, snippets: release.snippets, task }
+      : { releaseId: null, label: null, snippets: await this.releases.composedVersions(prepared.composedSnippets), task };
     const leaseAt = Date.now();
     const onCreated = extra.onCreated;
     const firstFit = onCreated ? firstCallFit(prepared.loopInput) : null;
@@ -175,7 +177,8 @@ export class RunService {
     this.driver.leases.taken(row.uid, leaseAt);
     this.driver.drive(row, prepared, null, origin.trace ?? null);
     this.logger.info({ runId: row.uuid, configuration: prepared.configuration.identifier, release: release?.id, dryRun: prepared.dryRun, by: caller.name }, 'run started');
-    return { row, dryRun: prepared.dryRun, finalContent: null, error: null, pendingToolCalls: [] };
+    const appliedSkills = buildSkillBlock(prepared.loopInput.configurationSkills ?? [], prepared.loopInput.forcedSkills ?? []).included;
+    return { row, dryRun: prepared.dryRun, finalContent: null, error: null, pendingToolCalls: [], appliedSkills };
   }
 
   /**
@@ -231,7 +234,7 @@ export class RunService {
 function normalisedRequest(request: StartRunRequest): StartRunRequest {
   const copy: StartRunRequest = { configuration: request.configuration, prompt: request.prompt };
   // A conversation's history is not copied: the reference reads it again.
-  for (const key of ['tools', 'forcedSnippets', 'forcedSkills', 'systemPrompt', 'maxRounds', 'maxTokens', 'temperature', 'captureRaw', 'dryRun', 'stream', 'approvalRequired', 'approvalTimeoutSeconds', 'maxTotalTokens', 'maxCost', 'label', 'releaseId', 'responseFormat', 'conversation', 'sendOverBudget'] as const) {
+  for (const key of ['tools', 'forcedSnippets', 'forcedSkills', 'systemPrompt', 'maxRounds', 'maxTokens', 'temperature', 'captureRaw', 'dryRun', 'stream', 'approvalRequired', 'approvalTimeoutSeconds', 'maxTotalTokens', 'maxCost', 'label', 'releaseId', 'responseFormat', 'outputSchema', 'task', 'conversation', 'sendOverBudget'] as const) {
     copyGiven(copy, request, key);
   }
   return copy;

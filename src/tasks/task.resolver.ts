@@ -4,7 +4,7 @@ import type { GraphQLContext } from '../graphql/context';
 import { COMPOSED_PROMPT_COST } from '../graphql/query-limits';
 import { JSONScalar } from '../graphql/scalars';
 import { UnauthenticatedError } from '../shared/errors';
-import { CreateTaskInput, Task, TaskRender, toDeclaredVariables, toTask, toTaskRender, UpdateTaskInput } from './task.types';
+import { CreateTaskInput, RunTaskInput, Task, TaskRender, TaskRun, toDeclaredVariables, toTask, toTaskRender, toTaskRun, UpdateTaskInput } from './task.types';
 
 @Resolver(() => Task)
 export class TaskResolver {
@@ -40,6 +40,16 @@ export class TaskResolver {
   ): Promise<TaskRender> {
     if (!caller) throw new UnauthenticatedError('Authentication required');
     return toTaskRender(await services.tasks.render(identifier, input, variables, caller));
+  }
+
+  @Authorized(Role.EDITOR)
+  @Mutation(() => TaskRun, {
+    description:
+      'Runs the task as a run like any other (traced, streamed, `run.finished`). A JSON task with an output schema has its answer validated on the server: one repair call, and the run ends FAILED `invalid_output` if it still fails. Counts against the startRun rate limit.',
+  })
+  async runTask(@Ctx() { services, caller, trace }: GraphQLContext, @Arg('input', () => RunTaskInput) input: RunTaskInput): Promise<TaskRun> {
+    if (!caller) throw new UnauthenticatedError('Authentication required');
+    return toTaskRun(await services.tasks.run(input, caller, { trace }));
   }
 
   @Authorized(Role.EDITOR)

@@ -13,8 +13,8 @@ import type { ConfigurationService } from '../configurations/configuration.servi
 import type { IdentifierLock } from '../db/identifier-lock';
 import { assertIdentifierAvailable, checkPage, findLiveByIdentifierOrFail, findLiveOrFail, newRecordColumns, normalizeIdentifier, optionalText, requireName, type Page } from '../db/record-rules';
 import { checkTextFits, textLimitOf } from '../db/text-limits';
-import { isInStrictSubset, SCHEMA_OUTSIDE_SUBSET_MESSAGE, schemaText, withSchemaInstruction } from '../prompt/structured-output';
-import type { RunPreview, RunService, StartRunRequest } from '../runs';
+import { checkStructuredAnswer, decodeJsonAnswer, isInStrictSubset, SCHEMA_OUTSIDE_SUBSET_MESSAGE, schemaText, withSchemaInstruction } from '../prompt/structured-output';
+import type { RunPreview, RunReader, RunService, RunView, StartRunRequest } from '../runs';
 import { BadUserInputError, NotFoundError } from '../shared/errors';
 import { unixNow } from '../shared/time';
 import { SkillEntity } from '../skills/skill.entity';
@@ -79,6 +79,33 @@ export interface RenderedTask extends RunPreview {
   userPrompt: string;
 }
 
+/** `runTask`'s input. */
+export interface TaskRunRequest {
+  task: string;
+  input?: string | null;
+  variables?: unknown;
+  /** Run the configuration's release under this label. */
+  label?: string | null;
+  /** Wait for the run's end before answering (default), or answer with the QUEUED run. */
+  wait?: boolean | null;
+}
+
+/** A task run, and once it ended its answer as the task's output format reads it. */
+export interface TaskRunResult {
+  task: TaskRecord;
+  run: RunView;
+  appliedSkills: string[];
+  /** Model calls made: 1, or 2 when the answer was repaired; 0 while not waited for. */
+  attempts: number;
+  content: string | null;
+  /** A JSON task's answer, parsed (with a schema: only when valid); null otherwise. */
+  output: unknown;
+  /** A JSON task: whether the answer is JSON (matching the schema, when there is one); null for other tasks or while running. */
+  outputValid: boolean | null;
+  /** The last answer that failed the schema (the run ended `invalid_output`); null otherwise. */
+  rawOutput: string | null;
+}
+
 export class TaskService {
   constructor(
     private readonly dataSource: DataSource,
@@ -86,6 +113,7 @@ export class TaskService {
     private readonly repository: TaskRepository,
     private readonly configurations: ConfigurationService,
     private readonly runs: RunService,
+    private readonly reader: RunReader,
   ) {}
 
   async list(query: TaskListQuery): Promise<TaskRecord[]> {
@@ -177,6 +205,39 @@ export class TaskService {
     return { ...preview, task, userPrompt: typeof user?.content === 'string' ? user.content : '' };
   }
 
+  /**
+   * Runs the task: a run like any other (traced, streamed, `run.finished`),
+   * with the task on its provenance and its uid on its request. With `wait`
+   * (the default) the answer comes once the run ended.
+   */
+  async run(request: TaskRunRequest, caller: Caller, origin: { trace?: unknown } = {}): Promise<TaskRunResult> {
+    const task = await this.require(request.task);
+    const runRequest = { ...(await this.runRequest(task, request.input, request.variables)), label: request.label ?? null };
+    const started = await this.runs.start(runRequest, caller, origin);
+    const appliedSkills = started.appliedSkills ?? [];
+    if (request.wait === false) return resultOf(task, started, appliedSkills, 0, false);
+    const attempts = await this.waitForEnd(started.row.uuid);
+    const ended = (await this.reader.get(started.row.uuid)) ?? started;
+    return resultOf(task, ended, appliedSkills, attempts, true);
+  }
+
+  /** Follows the run's trace until its END; how many model answers it stored. */
+  private async waitForEnd(uuid: string): Promise<number> {
+    let answers = 0;
+    const trace = await this.reader.openTrace(uuid, 0);
+    try {
+      for await (const item of trace) {
+        // A watcher that fell behind reads the rest from the table.
+        if (item instanceof Error) return this.waitForEnd(uuid);
+        if (item.kind === 'llm') answers += 1;
+        if (item.kind === 'end') break;
+      }
+    } finally {
+      await trace.return?.(undefined);
+    }
+    return answers;
+  }
+
   /** The run request of a task call: checked, its prompt made, its configuration resolved. */
   async runRequest(task: TaskRecord, input: string | null | undefined, variables: unknown): Promise<StartRunRequest> {
     if (!task.row.isActive) throw new BadUserInputError('Task is not active', 'task');
@@ -191,7 +252,9 @@ export class TaskService {
       forcedSkills: task.skills.map((skill) => skill.identifier),
       tools: [],
       maxRounds: 1,
+      task: { uid: task.row.uid, identifier: task.row.identifier, version: null },
       ...(task.row.outputFormat === 'json' ? { responseFormat: 'json' as const } : {}),
+      ...(task.row.outputFormat === 'json' && task.outputSchema !== null ? { outputSchema: task.outputSchema } : {}),
     };
   }
 
@@ -308,6 +371,22 @@ interface ExtensionWrite {
   skillUids: number[] | null;
   variables: string;
   outputSchema: string | null;
+}
+
+/** What a task run's answer is, read by the task's output format. */
+function resultOf(task: TaskRecord, run: RunView, appliedSkills: string[], attempts: number, ended: boolean): TaskRunResult {
+  const content = run.finalContent;
+  const json = task.row.outputFormat === 'json';
+  const invalid = run.row.terminationReason === 'invalid_output';
+  let output: unknown = null;
+  let outputValid: boolean | null = null;
+  if (json && ended && content !== null && !invalid) {
+    const check = task.outputSchema !== null ? checkStructuredAnswer(content, task.outputSchema) : null;
+    const decoded = check ? (check.valid ? check.output : undefined) : decodeJsonAnswer(content);
+    output = decoded ?? null;
+    outputValid = decoded !== undefined;
+  } else if (json && invalid) outputValid = false;
+  return { task, run, appliedSkills, attempts, content, output, outputValid, rawOutput: invalid ? content : null };
 }
 
 /**

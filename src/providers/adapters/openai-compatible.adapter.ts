@@ -12,7 +12,7 @@
  */
 import { z } from 'zod/v4';
 
-import { acceptedKeys, passThrough, readSampling } from './call-options';
+import { acceptedKeys, jsonOutputOf, passThrough, readSampling } from './call-options';
 import { resolveBaseUrl } from './credentials';
 import { ProviderResponseError, excerptBody } from './errors';
 import {
@@ -198,6 +198,8 @@ export class OpenAiCompatibleAdapter extends HttpChatAdapter {
       }));
     }
     Object.assign(body, passThrough(request.options, ACCEPTED_OPTIONS[this.adapterType], this.adapterType, warnings));
+    const json = jsonOutputOf(request.options);
+    if (json) body.response_format = json.schema ? { type: 'json_schema', json_schema: { name: 'output', schema: json.schema } } : { type: 'json_object' };
     if (stream) {
       body.stream = true;
       // Without it OpenAI sends no usage in a stream. Mistral always sends it and rejects unknown fields.

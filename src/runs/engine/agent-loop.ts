@@ -26,6 +26,7 @@ import type { CallOptions, ChatMessage, ChatRequest, ChatResult, ToolDefinition 
 import { uniqueToolCallIds } from '../../providers/adapters/tool-calls';
 import { estimateCost } from '../../providers/cost';
 import { assembleRunMessages, assemblyWarnings } from '../../prompt/run-messages';
+import { answerCheckFields, INVALID_OUTPUT, withRepairedAnswer } from '../../prompt/structured-output';
 import { plainJsonText } from '../../shared/php-json';
 import { toToolDefinition, type ToolRegistration } from '../tools/tool-registry';
 import { contextBudget, fitContext, type ContextBudget } from './context-window';
@@ -172,6 +173,7 @@ class AgentLoopRun {
       if (action.kind !== 'run_tool') await this.settleToolStepWrite();
       switch (action.kind) {
         case 'call_model': {
+          if (action.repair === true) this.progress.transcript = withRepairedAnswer(this.progress.transcript ?? [], this.progress.lastAnswer?.content ?? '');
           const ended = await this.callModel(action.round, action.withTools ? this.definitions : []);
           if (ended !== null) return ended;
           break;
@@ -195,7 +197,7 @@ class AgentLoopRun {
         case 'wait_for_approval':
           return { status: 'WAITING_FOR_APPROVAL', pendingToolCalls: action.calls };
         case 'end':
-          return this.outcome(action.reason, { truncated: action.truncated, finalContent: action.finalContent ?? undefined, model: action.finalContent !== null ? this.progress.lastAnswer?.model : undefined });
+          return this.outcome(action.reason, { truncated: action.truncated, finalContent: action.finalContent ?? undefined, model: action.finalContent !== null ? this.progress.lastAnswer?.model : undefined, ...(action.reason === 'invalid_output' ? INVALID_OUTPUT : {}) });
       }
       // Only the first action after a takeover can meet a call the dead instance was running.
       afterCrash = false;
@@ -286,6 +288,7 @@ class AgentLoopRun {
         ...(result.warnings.length > 0 ? { warnings: [...result.warnings] } : {}),
         ...(result.model ? { model: result.model } : {}),
         ...(this.input.captureRaw === true && result.raw !== undefined ? { raw: result.raw } : {}),
+        ...(this.input.structuredOutput && result.toolCalls.length === 0 ? answerCheckFields(result.content, this.input.structuredOutput.schemaJson) : {}),
         ...(requestStored ? { resentAfterTakeover: true as const } : {}),
       },
       { usage },

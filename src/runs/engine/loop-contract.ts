@@ -87,6 +87,12 @@ export interface AgentLoopInput extends AssemblyInput {
    */
   approvalTimeoutSeconds?: number | null;
   /**
+   * The JSON Schema (text) the final answer must match: each answer is
+   * validated on the server; an invalid first answer gets one repair call
+   * (run-machine.ts), a second ends the run `invalid_output`.
+   */
+  structuredOutput?: { schemaJson: string } | null;
+  /**
    * Go on from these stored steps instead of starting afresh: after a person
    * decided the pending calls, or after taking the run over from an
    * instance that died (`afterCrash`).

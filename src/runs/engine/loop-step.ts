@@ -126,6 +126,13 @@ export interface LlmStep extends StepBase {
   resentAfterTakeover?: true;
   /** The decoded provider body; present only when raw capture was asked for. */
   raw?: unknown;
+  /**
+   * A run with an output schema: whether this answer matched it (validated
+   * on the server); the failed answer's text stays in `content`.
+   */
+  outputValid?: boolean;
+  /** Why the answer did not match (Ajv's words); present only when it did not. */
+  outputError?: string;
 }
 
 export interface ToolStep extends StepBase {
