@@ -1,4 +1,7 @@
 import { ApiTokenEntity } from '../auth/api-token.entity';
+import { AiSessionMessageEntity } from '../conversations/ai-session-message.entity';
+import { AiSessionEntity } from '../conversations/ai-session.entity';
+import { ConversationOwnerEntity } from '../conversations/conversation-owner.entity';
 import { ConfigurationSkillEntity } from '../configurations/configuration-skill.entity';
 import { ConfigurationEntity } from '../configurations/configuration.entity';
 import { McpCredentialEntity } from '../mcp/mcp-credential.entity';
@@ -44,9 +47,11 @@ export const typo3Entities = [
   ServiceUsageEntity,
   ToolStateEntity,
   ToolGroupStateEntity,
+  AiSessionEntity,
+  AiSessionMessageEntity,
 ];
 
 /** The service's own tables (`promptwire_*`). */
-export const ownEntities = [ApiTokenEntity, ModelPriceEntity, RunLeaseEntity, RunRequestEntity, RunApprovalDeadlineEntity, PromptVersionEntity, McpCredentialEntity, WebhookEntity, WebhookDeliveryEntity, ConfigurationReleaseEntity, RunProvenanceEntity, TaskExtensionEntity, TaskReleaseEntity];
+export const ownEntities = [ApiTokenEntity, ModelPriceEntity, RunLeaseEntity, RunRequestEntity, RunApprovalDeadlineEntity, PromptVersionEntity, McpCredentialEntity, WebhookEntity, WebhookDeliveryEntity, ConfigurationReleaseEntity, RunProvenanceEntity, TaskExtensionEntity, TaskReleaseEntity, ConversationOwnerEntity];
 
 export const allEntities = [...typo3Entities, ...ownEntities];

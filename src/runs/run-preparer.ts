@@ -12,7 +12,7 @@ import { type ConfigurationService } from '../configurations/configuration.servi
 import { callOptionsOf, effectiveSystemPromptOf, selectedSnippetsOf } from '../prompt/configuration-prompt';
 import type { Logger } from '../logger';
 import { createChatAdapter } from '../providers/adapters/registry';
-import type { CallOptions, ChatAdapter } from '../providers/adapters/types';
+import type { CallOptions, ChatAdapter, ChatMessage } from '../providers/adapters/types';
 import { isPriced } from '../providers/cost';
 import type { ModelEntity } from '../providers/model.entity';
 import type { ModelService } from '../providers/model.service';
@@ -71,7 +71,26 @@ export interface StartRunRequest {
    * the label has moved since.
    */
   releaseId?: number | null;
+  /**
+   * A conversation turn: the earlier turns, sent before the prompt. Never
+   * stored with the request (a run that goes on later reads them again
+   * through `conversation`), so a turn stores what a single run does.
+   */
+  history?: ChatMessage[] | null;
+  /** A conversation turn: whose history it sends (read again by a run that goes on later). */
+  conversation?: HistoryReference | null;
+  /** Send a transcript over the context budget instead of ending `context_truncated` (a conversation turn). */
+  sendOverBudget?: boolean | null;
 }
+
+/** Where a conversation turn's history lives: the session's messages up to and including `throughSequence` (-1: none). */
+export interface HistoryReference {
+  session: number;
+  throughSequence: number;
+}
+
+/** Reads a conversation turn's history again (a run that goes on after approval or a takeover). */
+export type HistorySource = (reference: HistoryReference) => Promise<ChatMessage[]>;
 
 /** What `promptwire_run_request` keeps of a run: its input, checked, and who started it. */
 export interface StoredRunRequest {
@@ -124,6 +143,8 @@ export interface RunPreparerOptions {
   adapterFactory?: (settings: ReturnType<ProviderService['settingsFor']>) => ChatAdapter;
   /** Tools beyond the built-ins (MCP servers'), read for each run whose allow-list names one. */
   externalTools?: ExternalToolSource;
+  /** Reads a conversation turn's history when its request does not carry it. */
+  historySource?: HistorySource;
 }
 
 /** The longest a run may wait for a decision: 30 days. */
@@ -250,6 +271,7 @@ export class RunPreparer {
     // plainValueOf: an option integer beyond 2^53 stays a bigint and reaches the wire body with its digits (plainJsonText).
     const callOptions = release ? withModel(plainValueOf(releaseCallOptions(release.callOptions, overrides, model)) as Record<string, unknown>, model) : callOptionsFor(configuration, model, activeSnippets!, overrides);
 
+    const history = request.history ?? (request.conversation && this.options.historySource ? await this.options.historySource(request.conversation) : []);
     const settings = provider ? this.providers.settingsFor(provider) : null;
     const adapter: ChatAdapter = settings ? this.adapterFor(settings) : unusableAdapter;
 
@@ -276,7 +298,9 @@ export class RunPreparer {
         forcedSnippets: forcedSnippets.map((s) => ({ identifier: s.identifier, name: s.name, snippet: s.snippet })),
         configurationSkills: release ? release.skills.map((skill) => skill.skill) : (skillMap!.get(configuration.uid) ?? []).map(skillInputOf),
         forcedSkills: forcedSkills.map(skillInputOf),
+        ...(history.length > 0 ? { history } : {}),
         prompt: request.prompt,
+        ...(request.sendOverBudget === true ? { sendOverBudget: true } : {}),
         tools: { registry: tools, allowList: request.tools ?? undefined },
         maxRounds: request.maxRounds ?? undefined,
         captureRaw: request.captureRaw === true,

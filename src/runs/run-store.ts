@@ -47,10 +47,15 @@ export interface EndedRun {
   task: string | null;
 }
 
-/** What prompt a run started with (`promptwire_run_provenance`). */
-/** Called inside the transaction that stores a run's END, so what it writes commits with the END or not at all. */
-/** Told of a run's END inside its transaction; `loadRun` reads the finished run (call it only when needed). */
-export type RunEndedHook = (manager: EntityManager, loadRun: () => Promise<EndedRun | null>) => Promise<void>;
+/**
+ * Told of a run's END inside the transaction that stores it, so what it
+ * writes commits with the END or not at all; `loadRun` reads the finished
+ * run (call it only when needed); `ended` is the END as stored.
+ */
+export type RunEndedHook = (manager: EntityManager, loadRun: () => Promise<EndedRun | null>, ended: { runUid: number; end: EndStep }) => Promise<void>;
+
+/** Writes what belongs to a new run inside the transaction that stores it (a conversation's user message); throwing stores nothing. */
+export type RunCreatedHook = (manager: EntityManager, run: { uid: number; uuid: string }) => Promise<void>;
 
 export class RunStore extends RunQueries {
   constructor(
@@ -82,7 +87,7 @@ export class RunStore extends RunQueries {
         dryRun: end.dryRun,
         finishedAt: new Date(row.finishedAt * 1000).toISOString(),
       };
-    });
+    }, { runUid, end });
   }
 
   /**
@@ -90,7 +95,13 @@ export class RunStore extends RunQueries {
    * transaction, so no other instance can see the run without an owner and
    * declare it interrupted.
    */
-  async createRun(run: { uuid: string; configurationUid: number; configurationIdentifier: string; beUser?: number }, leaseHolder?: string, request?: string, provenance?: RunProvenance): Promise<AgentRunEntity> {
+  async createRun(
+    run: { uuid: string; configurationUid: number; configurationIdentifier: string; beUser?: number },
+    leaseHolder?: string,
+    request?: string,
+    provenance?: RunProvenance,
+    onCreated?: RunCreatedHook,
+  ): Promise<AgentRunEntity> {
     const now = unixNow();
     return this.dataSource.transaction(async (manager) => {
       const repository = manager.getRepository(AgentRunEntity);
@@ -128,6 +139,7 @@ export class RunStore extends RunQueries {
           .updateEntity(false)
           .execute();
       }
+      if (onCreated) await onCreated(manager, { uid: row.uid, uuid: row.uuid });
       return row;
     });
   }

@@ -135,12 +135,14 @@ const messageSchema = z.looseObject({ ...messageFields, tool_calls: toolCallsSch
 const deltaSchema = z.looseObject({ ...messageFields, tool_calls: toolCallDeltasSchema });
 
 const responseSchema = z.looseObject({
+  model: z.string().nullish().catch(null),
   choices: z.array(z.looseObject({ message: messageSchema.nullish(), finish_reason: z.string().nullish() })).nullish(),
   usage: usageSchema.nullish(),
   error: errorSchema,
 });
 
 const chunkSchema = z.looseObject({
+  model: z.string().nullish().catch(null),
   choices: z.array(z.looseObject({ delta: deltaSchema.nullish(), finish_reason: z.string().nullish() })).nullish(),
   usage: usageSchema.nullish(),
   /** Groq reports stream usage here instead of `usage`. */
@@ -224,6 +226,7 @@ export class OpenAiCompatibleAdapter extends HttpChatAdapter {
       rawCalls,
       rawFinishReason: choice.finish_reason ?? null,
       usage: response.usage ?? null,
+      model: response.model ?? null,
       context,
     });
   }
@@ -324,6 +327,8 @@ function assemble(parts: {
   rawCalls: RawToolCall[];
   rawFinishReason: string | null;
   usage: WireUsage | null;
+  /** The model the provider reported, if it did. */
+  model: string | null;
   context: WireContext;
 }): DecodedResult {
   const toolCalls = normaliseToolCalls(parts.rawCalls, parts.context);
@@ -338,6 +343,7 @@ function assemble(parts: {
     finishReason,
     rawFinishReason: parts.rawFinishReason,
     usage: parts.usage === null ? { ...ZERO_USAGE } : toUsage(parts.usage),
+    ...(parts.model ? { model: parts.model } : {}),
   };
 }
 
@@ -366,6 +372,7 @@ class OpenAiStreamDecoder implements StreamDecoder {
   private readonly callsByIndex = new Map<number, PendingToolCall>();
   private rawFinishReason: string | null = null;
   private usage: WireUsage | null = null;
+  private model: string | null = null;
 
   constructor(private readonly context: WireContext) {}
 
@@ -374,6 +381,7 @@ class OpenAiStreamDecoder implements StreamDecoder {
     throwIfErrorBody(chunk.error, this.context);
     const usage = chunk.usage ?? chunk.x_groq?.usage;
     if (usage !== null && usage !== undefined) this.usage = usage;
+    if (typeof chunk.model === 'string' && chunk.model !== '') this.model = chunk.model;
     const choice = chunk.choices?.[0];
     if (choice === undefined) return [];
     if (typeof choice.finish_reason === 'string') this.rawFinishReason = choice.finish_reason;
@@ -413,6 +421,7 @@ class OpenAiStreamDecoder implements StreamDecoder {
       rawCalls: this.calls.map((call) => ({ id: call.id, name: call.name, arguments: call.arguments })),
       rawFinishReason: this.rawFinishReason,
       usage: this.usage,
+      model: this.model,
       context: this.context,
     });
   }

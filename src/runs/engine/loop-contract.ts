@@ -72,6 +72,12 @@ export interface AgentLoopInput extends AssemblyInput {
   stream?: boolean;
   /** Tools that need a person's approval in this run, besides those that declare it themselves. */
   approvalRequired?: readonly string[];
+  /**
+   * Send a transcript that does not fit even after dropping every turn that
+   * may go, instead of ending the run `context_truncated` (a conversation
+   * turn: the estimate errs high, and the provider may still answer).
+   */
+  sendOverBudget?: boolean;
   /** Token and cost limits checked before every model call. */
   budget?: Partial<RunBudget>;
   /**

@@ -116,6 +116,8 @@ export interface LlmStep extends StepBase {
   requestedToolCalls: RequestedToolCall[];
   /** Settings the provider ignored; present only when there are some. */
   warnings?: string[];
+  /** The model the provider reported answering; present only when it said. */
+  model?: string;
   /**
    * The call was made again by the instance that took the run over: the one
    * that made it first stopped before its answer was stored. The CONTEXT and
@@ -166,6 +168,8 @@ export interface LoopOutcome {
   /** The error's class name, e.g. `ProviderConnectionError`. */
   errorClass: string | null;
   dryRun: boolean;
+  /** The model the provider reported for the answer in `finalContent`; present only when it said. */
+  model?: string;
 }
 
 /** The last step of every run, exactly one per run. */

@@ -162,8 +162,8 @@ export interface RunProgress {
   lastContext: ContextBudgetReport | null;
   /** Tools offered with the last request. */
   lastToolsOffered: string[] | null;
-  /** The last model answer; `outputValid` false: it did not match the run's output schema. */
-  lastAnswer: { round: number; content: string; toolCalls: RequestedToolCall[]; withTools: boolean; outputValid?: boolean } | null;
+  /** The last model answer; `outputValid` false: it did not match the run's output schema; `model`: the model the provider reported. */
+  lastAnswer: { round: number; content: string; toolCalls: RequestedToolCall[]; withTools: boolean; outputValid?: boolean; model?: string } | null;
   /** The turn whose tool calls are not all done yet. */
   openTurn: OpenTurn | null;
   /** A model call begun (CONTEXT stored) and not answered; null otherwise. */
@@ -250,7 +250,7 @@ export function applyStep(progress: RunProgress, step: LoopStep, rules: Pick<Run
       progress.round = step.round;
       const withTools = (progress.lastToolsOffered?.length ?? 0) > 0;
       if (step.round <= rules.maxRounds) progress.iterations = step.round;
-      progress.lastAnswer = { round: step.round, content: step.content, toolCalls: step.requestedToolCalls, withTools, outputValid: step.outputValid };
+      progress.lastAnswer = { round: step.round, content: step.content, toolCalls: step.requestedToolCalls, withTools, outputValid: step.outputValid, ...(step.model ? { model: step.model } : {}) };
       if (withTools && step.requestedToolCalls.length > 0) {
         progress.transcript?.push({
           role: 'assistant',
