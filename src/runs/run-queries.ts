@@ -53,6 +53,15 @@ export interface RunProvenance {
   releaseId: number | null;
   label: string | null;
   snippets: ReleasedRecord[];
+  /** The task a task run ran (`runTask`); absent or null otherwise. */
+  task?: RunTaskOrigin | null;
+}
+
+/** The task behind a run, and the stored version of it the run sent (null: not known). */
+export interface RunTaskOrigin {
+  uid: number;
+  identifier: string;
+  version: number | null;
 }
 
 /** Filters of the run list; given ones combine with AND. */
@@ -96,7 +105,8 @@ export class RunQueries {
       } catch {
         // A damaged row still shows its release.
       }
-      result.set(row.runUid, { releaseId: row.releaseId, label: row.label, snippets });
+      const task = row.taskUid !== null ? { uid: row.taskUid, identifier: row.taskIdentifier ?? '', version: row.taskVersion } : null;
+      result.set(row.runUid, { releaseId: row.releaseId, label: row.label, snippets, task });
     }
     return result;
   }

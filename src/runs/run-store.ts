@@ -43,12 +43,19 @@ export interface EndedRun {
   error: string | null;
   dryRun: boolean;
   finishedAt: string;
+  /** The task identifier of a task run; null otherwise. */
+  task: string | null;
 }
 
-/** What prompt a run started with (`promptwire_run_provenance`). */
-/** Called inside the transaction that stores a run's END, so what it writes commits with the END or not at all. */
-/** Told of a run's END inside its transaction; `loadRun` reads the finished run (call it only when needed). */
-export type RunEndedHook = (manager: EntityManager, loadRun: () => Promise<EndedRun | null>) => Promise<void>;
+/**
+ * Told of a run's END inside the transaction that stores it, so what it
+ * writes commits with the END or not at all; `loadRun` reads the finished
+ * run (call it only when needed); `ended` is the END as stored.
+ */
+export type RunEndedHook = (manager: EntityManager, loadRun: () => Promise<EndedRun | null>, ended: { runUid: number; end: EndStep }) => Promise<void>;
+
+/** Writes what belongs to a new run inside the transaction that stores it (a conversation's user message); throwing stores nothing. */
+export type RunCreatedHook = (manager: EntityManager, run: { uid: number; uuid: string }) => Promise<void>;
 
 export class RunStore extends RunQueries {
   constructor(
@@ -64,7 +71,9 @@ export class RunStore extends RunQueries {
     await this.onRunEnded(manager, async () => {
       const row = await manager.getRepository(AgentRunEntity).findOne({ where: { uid: runUid } });
       if (!row) return null;
+      const provenance = await manager.getRepository(RunProvenanceEntity).findOne({ where: { runUid } });
       return {
+        task: provenance?.taskIdentifier ?? null,
         id: row.uuid,
         configuration: row.configurationIdentifier,
         status: end.status,
@@ -78,7 +87,7 @@ export class RunStore extends RunQueries {
         dryRun: end.dryRun,
         finishedAt: new Date(row.finishedAt * 1000).toISOString(),
       };
-    });
+    }, { runUid, end });
   }
 
   /**
@@ -86,7 +95,13 @@ export class RunStore extends RunQueries {
    * transaction, so no other instance can see the run without an owner and
    * declare it interrupted.
    */
-  async createRun(run: { uuid: string; configurationUid: number; configurationIdentifier: string; beUser?: number }, leaseHolder?: string, request?: string, provenance?: RunProvenance): Promise<AgentRunEntity> {
+  async createRun(
+    run: { uuid: string; configurationUid: number; configurationIdentifier: string; beUser?: number },
+    leaseHolder?: string,
+    request?: string,
+    provenance?: RunProvenance,
+    onCreated?: RunCreatedHook,
+  ): Promise<AgentRunEntity> {
     const now = unixNow();
     return this.dataSource.transaction(async (manager) => {
       const repository = manager.getRepository(AgentRunEntity);
@@ -120,10 +135,11 @@ export class RunStore extends RunQueries {
           .createQueryBuilder()
           .insert()
           .into(RunProvenanceEntity)
-          .values({ runUid: row.uid, releaseId: provenance.releaseId, label: provenance.label, snippets: JSON.stringify(provenance.snippets) })
+          .values({ runUid: row.uid, releaseId: provenance.releaseId, label: provenance.label, snippets: JSON.stringify(provenance.snippets), ...taskColumnsOf(provenance.task) })
           .updateEntity(false)
           .execute();
       }
+      if (onCreated) await onCreated(manager, { uid: row.uid, uuid: row.uuid });
       return row;
     });
   }
@@ -399,4 +415,9 @@ function runRowFromEnd(step: EndStep): Partial<AgentRunEntity> {
     finishedAt: now,
     tstamp: now,
   };
+}
+
+/** The provenance columns of a task run (all null for other runs). */
+function taskColumnsOf(task: RunProvenance['task']) {
+  return { taskUid: task?.uid ?? null, taskIdentifier: task?.identifier ?? null, taskVersion: task?.version ?? null };
 }
