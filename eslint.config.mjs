@@ -8,7 +8,7 @@ import tseslint from 'typescript-eslint';
  * resolvers (src/graphql/schema.ts, whose printed order follows the order its
  * resolver modules load in).
  */
-const FEATURES = ['runs', 'mcp', 'webhooks', 'tasks', 'usage'];
+const FEATURES = ['runs', 'mcp', 'webhooks', 'tasks', 'usage', 'conversations'];
 
 function featureBoundaries(feature) {
   return {

@@ -12,6 +12,7 @@ import { formatThroughput, runApiThroughput } from './api-throughput';
 import { formatRunsConcurrency, runRunsConcurrency } from './runs-concurrency';
 import { formatRunsFanout, runRunsFanout } from './runs-fanout';
 import { formatRunsLoop, runRunsLoop } from './runs-loop';
+import { formatConversations, runConversations } from './conversations';
 import { formatTakeover, formatWaitingMemory, runTakeover, runWaitingMemory } from './runs-durable';
 
 async function main(): Promise<void> {
@@ -34,6 +35,11 @@ async function main(): Promise<void> {
   const loop = formatRunsLoop(await runRunsLoop());
   console.log(loop);
   sections.push(`### Agent loop overhead per round (zero-latency provider)\n\n${loop}`);
+
+  console.log('== Conversation turn overhead');
+  const conversations = formatConversations(await runConversations());
+  console.log(conversations);
+  sections.push(`### A conversation turn against a plain startRun (zero-latency provider), by stored history\n\n${conversations}`);
 
   console.log('== Trace fan-out');
   const fanout = formatRunsFanout((await runRunsFanout()).rows);

@@ -371,7 +371,7 @@ async function waitingMemory(dialect: BenchDialect, count: number): Promise<Wait
     const approve = async (ids: string[]) => {
       for (const id of ids) {
         const view = await server.services.runReader.get(id);
-        await runs.resolveToolApproval(id, (view?.pendingToolCalls ?? []).map((call) => ({ toolCallId: call.id, approve: true })), BENCH_CALLER);
+        await runs.approvals.resolve(id, (view?.pendingToolCalls ?? []).map((call) => ({ toolCallId: call.id, approve: true })), BENCH_CALLER);
       }
       await waitAll(ids, 'COMPLETED');
     };

@@ -14,6 +14,7 @@ import { PagingCursors } from './db/keyset';
 import { checkSharedSchema } from './db/shared-schema';
 import type { SqliteCheckpointer } from './db/sqlite-checkpointer';
 import { createLogger, type Logger } from './logger';
+import { createConversationsFeature, type ConversationsFeature } from './conversations';
 import { createMcpFeature, type McpFeature } from './mcp';
 import { createOperations, type Operations } from './operations/operations';
 import { PromptChangeDetector, RedisDetectorLease } from './prompt-history/change-detector';
@@ -61,6 +62,7 @@ interface Parts {
   core: CoreServices | null;
   mcp: McpFeature | null;
   runs: RunsFeature | null;
+  conversations: ConversationsFeature | null;
   /** SQLite files: the WAL checkpoint worker, stopped before the database closes. */
   checkpointer: SqliteCheckpointer | null;
 }
@@ -75,12 +77,13 @@ export async function createApp(config: AppConfig, options: AppOptions = {}): Pr
     onQuery: options.onQuery,
     sqliteCheckpoints: { logger },
   });
-  const parts: Parts = { promptEvents: null, revocations: null, leaseClient: null, detector: null, operations: null, core: null, mcp: null, runs: null, checkpointer };
+  const parts: Parts = { promptEvents: null, revocations: null, leaseClient: null, detector: null, operations: null, core: null, mcp: null, runs: null, conversations: null, checkpointer };
 
   let closing: Promise<void> | null = null;
   const close = (closeTransport?: () => Promise<void>): Promise<void> =>
     (closing ??= (async () => {
       await parts.detector?.stop();
+      parts.conversations?.stop();
       await parts.runs?.stop();
       // After the runs: their END's deliveries are in the outbox; an attempt cut short is due again at once.
       await parts.core?.webhookDispatcher.stop();
@@ -134,16 +137,42 @@ export async function createApp(config: AppConfig, options: AppOptions = {}): Pr
     const mcp = createMcpFeature(dataSource, core.identifiers, config, secrets, logger, () => parts.runs?.builtinToolNames() ?? []);
     parts.mcp = mcp;
     const usage = createUsageFeature({ dataSource, dialect, config, logger, configurations: core.configurations, now: options.usageNow });
-    const runs = await createRunsFeature({ dataSource, services: core, config, cursors, logger, externalTools: mcp.toolSource, observer: operations.runObserver, callLedger: usage.ledger, toolSwitches: usage.toolSwitches, options: options.runs });
+    // Each turn of a conversation is a run; runs ask conversations for a turn's history and tell them of its END.
+    const conversations = createConversationsFeature({
+      dataSource,
+      dialect,
+      configurations: core.configurations,
+      runs: () => parts.runs!.service,
+      bus: () => parts.runs!.feed,
+      cursors,
+      logger,
+      retentionDays: config.conversationRetentionDays,
+    });
+    parts.conversations = conversations;
+    const runs = await createRunsFeature({
+      dataSource,
+      services: core,
+      config,
+      cursors,
+      logger,
+      externalTools: mcp.toolSource,
+      observer: operations.runObserver,
+      callLedger: usage.ledger,
+      toolSwitches: usage.toolSwitches,
+      onRunEnded: conversations.onRunEnded,
+      historySource: (reference) => conversations.service.history(reference),
+      options: options.runs,
+    });
     parts.runs = runs;
-    const tasks = createTasksFeature({ dataSource, identifiers: core.identifiers, configurations: core.configurations, runs: runs.service });
-    const services: Services = { ...core, runs: runs.service, runReader: runs.reader, runFeed: runs.feed, mcp: mcp.service, tasks, usage: usage.service };
+    const tasks = createTasksFeature({ dataSource, identifiers: core.identifiers, configurations: core.configurations, runs: runs.service, reader: runs.reader, history: core.history });
+    const services: Services = { ...core, runs: runs.service, runReader: runs.reader, runFeed: runs.feed, mcp: mcp.service, tasks, usage: usage.service, conversations: conversations.service };
     operations.metrics.countOpenRunsWith(runs.countOpen);
 
     const generated = await core.tokens.bootstrap(config.adminToken);
     if (generated) options.onBootstrapToken?.(generated);
     if (config.seedExamples && (await seedExamples(services))) logger.info('seeded the example data set into the empty database');
     await runs.start();
+    conversations.start();
     detector.start();
     core.webhookDispatcher.start();
 

@@ -107,6 +107,8 @@ export interface AppConfig {
   runLeaseSeconds: number;
   /** How often the tables TYPO3 may write are checked for external changes (ms). */
   promptChangePollMs: number;
+  /** Conversations idle longer than this many days are purged, hourly (CONVERSATION_RETENTION_DAYS). */
+  conversationRetentionDays: number;
   /** The IANA time zone whose midnight starts a usage day (USAGE_TIMEZONE; default: the process's, as PHP's default zone is TYPO3's). */
   usageTimeZone: string;
   /** Serve GET /metrics without a token (METRICS_PUBLIC); otherwise a token of any role is needed. */
@@ -237,6 +239,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     providerMaxResponseBytes: integer('PROVIDER_MAX_RESPONSE_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     runLeaseSeconds: integer('RUN_LEASE_SECONDS', 15, 3, 600),
     promptChangePollMs: integer('PROMPT_CHANGE_POLL_MS', 2000, 100, 8000),
+    conversationRetentionDays: integer('CONVERSATION_RETENTION_DAYS', 30, 1, 36_500),
     usageTimeZone: usageTimeZoneFrom(env.USAGE_TIMEZONE, problems),
     metricsPublic: flag('METRICS_PUBLIC', false),
     rateLimits: rateLimitsFrom(integer),

@@ -11,6 +11,7 @@ import type { Dialect } from './db/data-source';
 import { IdentifierLock } from './db/identifier-lock';
 import type { PagingCursors } from './db/keyset';
 import type { Logger } from './logger';
+import type { ConversationService } from './conversations';
 import type { McpService } from './mcp';
 import { ModelService } from './providers/model.service';
 import type { PromptEventBus } from './prompt-history/prompt-event-bus';
@@ -60,9 +61,11 @@ export interface Services {
   tasks: TaskService;
   /** Budgets and the usage ledger's sums. */
   usage: UsageService;
+  /** Multi-turn conversations; every turn a run. */
+  conversations: ConversationService;
 }
 
-export type CoreServices = Omit<Services, 'runs' | 'runReader' | 'runFeed' | 'mcp' | 'tasks' | 'usage'>;
+export type CoreServices = Omit<Services, 'runs' | 'runReader' | 'runFeed' | 'mcp' | 'tasks' | 'usage' | 'conversations'>;
 
 export function createCoreServices(
   dataSource: DataSource,

@@ -134,6 +134,11 @@ export class ConfigurationService {
       .findOne({ where: { identifier: identifier.trim().toLowerCase(), deleted: false }, order: { uid: 'ASC' } });
   }
 
+  /** The installation's default: the first active configuration marked as default (a conversation opened without one runs on it). */
+  async findDefault(): Promise<ConfigurationEntity | null> {
+    return this.dataSource.getRepository(ConfigurationEntity).findOne({ where: { isDefault: true, isActive: true, deleted: false }, order: { uid: 'ASC' } });
+  }
+
   /** Skills attached to each configuration, in relation `sorting` order; one query for any number of configurations. */
   async skillsByConfiguration(configurationUids: readonly number[]): Promise<Map<number, SkillEntity[]>> {
     const result = new Map<number, SkillEntity[]>(configurationUids.map((uid) => [uid, []]));

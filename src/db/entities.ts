@@ -1,4 +1,7 @@
 import { ApiTokenEntity } from '../auth/api-token.entity';
+import { AiSessionMessageEntity } from '../conversations/ai-session-message.entity';
+import { AiSessionEntity } from '../conversations/ai-session.entity';
+import { ConversationOwnerEntity } from '../conversations/conversation-owner.entity';
 import { ConfigurationSkillEntity } from '../configurations/configuration-skill.entity';
 import { ConfigurationEntity } from '../configurations/configuration.entity';
 import { McpCredentialEntity } from '../mcp/mcp-credential.entity';
@@ -18,6 +21,7 @@ import { RunApprovalDeadlineEntity } from '../runs/run-approval-deadline.entity'
 import { SkillEntity } from '../skills/skill.entity';
 import { PromptSnippetEntity } from '../snippets/snippet.entity';
 import { TaskExtensionEntity } from '../tasks/task-extension.entity';
+import { TaskReleaseEntity } from '../tasks/task-release.entity';
 import { TaskSkillEntity } from '../tasks/task-skill.entity';
 import { TaskEntity } from '../tasks/task.entity';
 import { ServiceUsageEntity } from '../usage/service-usage.entity';
@@ -43,9 +47,11 @@ export const typo3Entities = [
   ServiceUsageEntity,
   ToolStateEntity,
   ToolGroupStateEntity,
+  AiSessionEntity,
+  AiSessionMessageEntity,
 ];
 
 /** The service's own tables (`promptwire_*`). */
-export const ownEntities = [ApiTokenEntity, ModelPriceEntity, RunLeaseEntity, RunRequestEntity, RunApprovalDeadlineEntity, PromptVersionEntity, McpCredentialEntity, WebhookEntity, WebhookDeliveryEntity, ConfigurationReleaseEntity, RunProvenanceEntity, TaskExtensionEntity];
+export const ownEntities = [ApiTokenEntity, ModelPriceEntity, RunLeaseEntity, RunRequestEntity, RunApprovalDeadlineEntity, PromptVersionEntity, McpCredentialEntity, WebhookEntity, WebhookDeliveryEntity, ConfigurationReleaseEntity, RunProvenanceEntity, TaskExtensionEntity, TaskReleaseEntity, ConversationOwnerEntity];
 
 export const allEntities = [...typo3Entities, ...ownEntities];

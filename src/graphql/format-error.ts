@@ -23,7 +23,7 @@ export function createErrorFormatter(logger: Logger) {
         message: original.message,
         locations,
         path,
-        extensions: { code: original.code, ...(original.field ? { field: original.field } : {}), ...(original instanceof DatabaseBusyError ? { retryable: true } : {}) },
+        extensions: { ...original.details, code: original.code, ...(original.field ? { field: original.field } : {}), ...(original instanceof DatabaseBusyError ? { retryable: true } : {}) },
       };
     }
     if (isDatabaseBusy(original)) {

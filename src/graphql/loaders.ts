@@ -87,12 +87,12 @@ class RequestLoaders implements Loaders {
   constructor(private readonly services: Services) {}
 
   get versionsByUid(): Loaders['versionsByUid'] {
-    return (this.versions ??= { snippet: this.versionsOf('snippet', false), configuration: this.versionsOf('configuration', false), skill: this.versionsOf('skill', false) });
+    return (this.versions ??= { snippet: this.versionsOf('snippet', false), configuration: this.versionsOf('configuration', false), skill: this.versionsOf('skill', false), task: this.versionsOf('task', false) });
   }
 
   versionsFor(operation: OperationTypeNode): Loaders['versionsByUid'] {
     if (operation !== OperationTypeNode.QUERY) return this.versionsByUid;
-    return (this.queryVersions ??= { snippet: this.versionsOf('snippet', true), configuration: this.versionsOf('configuration', true), skill: this.versionsOf('skill', true) });
+    return (this.queryVersions ??= { snippet: this.versionsOf('snippet', true), configuration: this.versionsOf('configuration', true), skill: this.versionsOf('skill', true), task: this.versionsOf('task', true) });
   }
 
   get configurationByUid(): Loaders['configurationByUid'] {

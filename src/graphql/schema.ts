@@ -3,6 +3,7 @@ import { createPubSub } from '@graphql-yoga/subscription';
 import { buildSchema } from 'type-graphql';
 import { ApiTokenResolver } from '../auth/api-token.resolver';
 import { ConfigurationResolver } from '../configurations/configuration.resolver';
+import { ConversationResolver } from '../conversations/conversation.resolver';
 import { McpServerResolver } from '../mcp/mcp.resolver';
 import { PromptHistoryResolver } from '../prompt-history/prompt-history.resolver';
 import { ModelResolver, ProviderResolver } from '../providers/provider.resolver';
@@ -15,7 +16,7 @@ import { UsageResolver } from '../usage/usage.resolver';
 import { WebhookResolver } from '../webhooks/webhook.resolver';
 import { authChecker } from './auth-checker';
 
-export const resolvers = [SnippetResolver, ProviderResolver, ModelResolver, ConfigurationResolver, SkillResolver, ApiTokenResolver, RunResolver, RunStepResolver, PromptHistoryResolver, McpServerResolver, WebhookResolver, ConfigurationReleaseResolver, TaskResolver, UsageResolver] as const;
+export const resolvers = [SnippetResolver, ProviderResolver, ModelResolver, ConfigurationResolver, SkillResolver, ApiTokenResolver, RunResolver, RunStepResolver, PromptHistoryResolver, McpServerResolver, WebhookResolver, ConfigurationReleaseResolver, TaskResolver, UsageResolver, ConversationResolver] as const;
 
 /**
  * The schema is built from the resolver classes; `schema.graphql` is its committed print.

@@ -18,6 +18,9 @@ import type { Logger } from '../logger';
 
 export type LimitName = 'start_run' | 'writes';
 
+/** The mutations that start a run: they draw from the `startRun` budget. */
+const RUN_STARTING_MUTATIONS: ReadonlySet<string> = new Set(['startRun', 'runTask']);
+
 /** The mutations a document runs, as points against each limit. */
 export function mutationPoints(document: DocumentNode, operationName?: string | null): Record<LimitName, number> {
   const points: Record<LimitName, number> = { start_run: 0, writes: 0 };
@@ -30,7 +33,7 @@ export function mutationPoints(document: DocumentNode, operationName?: string | 
     for (const selection of selectionSet.selections) {
       if (selection.kind === Kind.FIELD) {
         if (selection.name.value === '__typename') continue;
-        points[selection.name.value === 'startRun' ? 'start_run' : 'writes'] += 1;
+        points[RUN_STARTING_MUTATIONS.has(selection.name.value) ? 'start_run' : 'writes'] += 1;
       } else if (selection.kind === Kind.INLINE_FRAGMENT) {
         count(selection.selectionSet);
       } else {

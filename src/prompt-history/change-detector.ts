@@ -39,6 +39,7 @@ import type { Logger } from '../logger';
 import type { IdentifierLock } from '../db/identifier-lock';
 import { unixNow } from '../shared/time';
 import { SkillEntity } from '../skills/skill.entity';
+import { TaskEntity } from '../tasks/task.entity';
 import { PromptSnippetEntity } from '../snippets/snippet.entity';
 import type { PromptChangeEvent } from './prompt-event-bus';
 import type { ConfigurationTags, PromptHistoryService } from './prompt-history.service';
@@ -112,6 +113,7 @@ export class PromptChangeDetector {
       { kind: 'snippet', table: 'tx_nrllm_promptsnippet', entity: PromptSnippetEntity, statesOf: each(snippetStateOf) },
       { kind: 'configuration', table: 'tx_nrllm_configuration', entity: ConfigurationEntity, statesOf: (m, rows) => this.history.configurationStates(m, rows as ConfigurationEntity[], 'detected') },
       { kind: 'skill', table: 'tx_nrllm_skill', entity: SkillEntity, statesOf: each(skillStateOf) },
+      { kind: 'task', table: 'tx_nrllm_task', entity: TaskEntity, statesOf: (m, rows) => this.history.taskStates(m, rows as TaskEntity[], 'detected') },
     ];
   }
 

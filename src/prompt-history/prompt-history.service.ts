@@ -14,7 +14,10 @@ import { parseSelectionTags, parseTags } from '../prompt/tags';
 import type { PromptChangeEvent, PromptEventBus } from './prompt-event-bus';
 import type { WebhookOutbox } from '../webhooks';
 import { PromptVersionEntity } from './prompt-version.entity';
-import { configurationStateOf } from './record-states';
+import { configurationStateOf, taskStateOf } from './record-states';
+import { TaskExtensionEntity } from '../tasks/task-extension.entity';
+import { TaskSkillEntity } from '../tasks/task-skill.entity';
+import type { TaskEntity } from '../tasks/task.entity';
 import {
   type AnyState,
   type ConfigurationState,
@@ -24,6 +27,7 @@ import {
   serializeState,
   type SnippetState,
   type StateOf,
+  type TaskState,
   TEXT_FIELD,
   unifiedDiff,
   type VersionedKind,
@@ -284,6 +288,23 @@ export class PromptHistoryService {
     return result;
   }
 
+  /** The task states of many rows by uid, in two queries (skill relations, extension rows) whatever their number. */
+  async taskStates(manager: EntityManager, rows: readonly TaskEntity[], alias = 'versioned'): Promise<Map<number, TaskState>> {
+    const result = new Map<number, TaskState>();
+    if (rows.length === 0) return result;
+    const uids = rows.map((row) => row.uid);
+    const [relations, extensions] = await Promise.all([
+      manager.getRepository(TaskSkillEntity).createQueryBuilder(alias).where(`${alias}.uid_local IN (:...uids)`, { uids }).orderBy(`${alias}.uid_local`, 'ASC').addOrderBy(`${alias}.sorting`, 'ASC').getMany(),
+      manager.getRepository(TaskExtensionEntity).createQueryBuilder(alias).where(`${alias}.task_uid IN (:...uids)`, { uids }).getMany(),
+    ]);
+    const extensionOf = new Map(extensions.map((extension) => [extension.taskUid, extension]));
+    for (const row of rows) {
+      const skillUids = relations.filter((relation) => relation.uidLocal === row.uid).map((relation) => relation.uidForeign);
+      result.set(row.uid, taskStateOf(row, skillUids, extensionOf.get(row.uid) ?? null));
+    }
+    return result;
+  }
+
   /**
    * Version 1 of rows the service has never seen (the change detector's
    * first reading of a table): one insert for all of them, no change event,
@@ -340,6 +361,8 @@ export class PromptHistoryService {
     configurations?: readonly ConfigurationTags[],
   ): Promise<string[]> {
     if (kind === 'configuration') return [state.identifier];
+    // A task is not part of any configuration's prompt.
+    if (kind === 'task') return [];
     if (kind === 'skill') {
       const rows = await manager
         .getRepository(ConfigurationEntity)

@@ -124,6 +124,47 @@ export function toSkillVersion(stored: StoredVersion<'skill'>): SkillVersion {
   return { ...common(stored), identifier: s.identifier, name: s.name, body: s.body, enabled: s.enabled, deleted: s.deleted };
 }
 
+@ObjectType({ simpleResolvers: true, description: 'One stored state of a task.' })
+export class TaskVersion {
+  @Field(() => Int) version!: number;
+  @Field() identifier!: string;
+  @Field() name!: string;
+  @Field() category!: string;
+  @Field() promptTemplate!: string;
+  @Field() outputFormat!: string;
+  @Field(() => JSONScalar, { description: 'The declared variables as stored.' }) variables!: unknown;
+  @Field(() => JSONScalar, { nullable: true }) outputSchema!: unknown;
+  @Field() isActive!: boolean;
+  @Field() deleted!: boolean;
+  @Field(() => DateTimeScalar) createdAt!: Date;
+  @Field(() => String, { nullable: true }) author!: string | null;
+  @Field() source!: string;
+}
+
+export function toTaskVersion(stored: StoredVersion<'task'>): TaskVersion {
+  const s = stored.state;
+  return {
+    ...common(stored),
+    identifier: s.identifier,
+    name: s.name,
+    category: s.category,
+    promptTemplate: s.promptTemplate,
+    outputFormat: s.outputFormat,
+    variables: readJson(s.variables, []),
+    outputSchema: s.outputSchema === null ? null : readJson(s.outputSchema, null),
+    isActive: s.isActive,
+    deleted: s.deleted,
+  };
+}
+
+function readJson(text: string, fallback: unknown): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return fallback;
+  }
+}
+
 export function toVersionDiff(diff: VersionDiff): VersionDiffView {
   return { from: diff.from, to: diff.to, fields: diff.fields, textDiff: diff.textDiff };
 }
@@ -160,9 +201,9 @@ export class PromptChange {
   @Field({ description: 'Unified diff from before to after.' }) diff!: string;
 }
 
-@ObjectType('PromptChangeEvent', { simpleResolvers: true, description: 'A snippet, configuration or skill changed (through the API or in the tables).' })
+@ObjectType('PromptChangeEvent', { simpleResolvers: true, description: 'A snippet, configuration, skill or task changed (through the API or in the tables).' })
 export class PromptChangeEventView {
-  @Field({ description: 'snippet, configuration or skill' }) kind!: string;
+  @Field({ description: 'snippet, configuration, skill or task' }) kind!: string;
   @Field(() => Int) uid!: number;
   @Field() identifier!: string;
   @Field(() => Int, { nullable: true }) version!: number | null;

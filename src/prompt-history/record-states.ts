@@ -5,7 +5,8 @@
 import type { ConfigurationEntity } from '../configurations/configuration.entity';
 import type { SkillEntity } from '../skills/skill.entity';
 import type { PromptSnippetEntity } from '../snippets/snippet.entity';
-import type { ConfigurationState, SkillState, SnippetState } from './version-state';
+import type { TaskEntity } from '../tasks/task.entity';
+import type { ConfigurationState, SkillState, SnippetState, TaskState } from './version-state';
 
 export function snippetStateOf(row: PromptSnippetEntity): SnippetState {
   return {
@@ -56,6 +57,27 @@ export function skillStateOf(row: SkillEntity): SkillState {
     bodyChecksum: row.bodyChecksum,
     enabled: row.enabled,
     hidden: row.hidden,
+    deleted: row.deleted,
+  };
+}
+
+/** A task's state: the row, its skill uids in relation order, and its extension row's texts (none: no variables, no schema). */
+export function taskStateOf(row: TaskEntity, skillUids: number[], extension: { variables: string; outputSchema: string | null } | null): TaskState {
+  return {
+    identifier: row.identifier,
+    name: row.name,
+    description: row.description ?? null,
+    category: row.category,
+    configurationUid: row.configurationUid,
+    promptTemplate: row.promptTemplate,
+    inputType: row.inputType,
+    outputFormat: row.outputFormat,
+    skillUids,
+    variables: extension?.variables ?? '[]',
+    outputSchema: extension?.outputSchema ?? null,
+    isActive: row.isActive,
+    hidden: row.hidden,
+    sorting: row.sorting,
     deleted: row.deleted,
   };
 }

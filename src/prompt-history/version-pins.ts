@@ -10,6 +10,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { ConfigurationEntity } from '../configurations/configuration.entity';
 import type { IdentifierLock } from '../db/identifier-lock';
 import { SkillEntity } from '../skills/skill.entity';
+import { TaskEntity } from '../tasks/task.entity';
 import { PromptSnippetEntity } from '../snippets/snippet.entity';
 import type { PromptHistoryService } from './prompt-history.service';
 import { skillStateOf, snippetStateOf } from './record-states';
@@ -24,6 +25,7 @@ const TABLES: { [K in VersionedKind]: string } = {
   snippet: 'tx_nrllm_promptsnippet',
   configuration: 'tx_nrllm_configuration',
   skill: 'tx_nrllm_skill',
+  task: 'tx_nrllm_task',
 };
 
 export class VersionPins {
@@ -89,6 +91,10 @@ export class VersionPins {
       case 'skill': {
         const row = await manager.getRepository(SkillEntity).findOne({ where: { uid } });
         return row ? skillStateOf(row) : null;
+      }
+      case 'task': {
+        const row = await manager.getRepository(TaskEntity).findOne({ where: { uid } });
+        return row ? ((await this.history.taskStates(manager, [row])).get(uid) ?? null) : null;
       }
     }
   }

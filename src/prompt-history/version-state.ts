@@ -6,9 +6,9 @@
  */
 import crypto from 'node:crypto';
 
-export type VersionedKind = 'snippet' | 'configuration' | 'skill';
+export type VersionedKind = 'snippet' | 'configuration' | 'skill' | 'task';
 
-export const VERSIONED_KINDS: readonly VersionedKind[] = ['snippet', 'configuration', 'skill'];
+export const VERSIONED_KINDS: readonly VersionedKind[] = ['snippet', 'configuration', 'skill', 'task'];
 
 /** Where a version came from: a write through this API, or a row someone else changed in the table. */
 export type VersionSource = 'api' | 'external';
@@ -64,19 +64,44 @@ export interface SkillState {
   deleted: boolean;
 }
 
+/** A task: its `tx_nrllm_task` columns, its skills, and what `promptwire_task_extension` adds. */
+export interface TaskState {
+  identifier: string;
+  name: string;
+  description: string | null;
+  category: string;
+  /** 0: the active default configuration. */
+  configurationUid: number;
+  promptTemplate: string;
+  inputType: string;
+  outputFormat: string;
+  /** Attached skill uids in injection order. */
+  skillUids: number[];
+  /** The declared variables as stored (JSON text; "[]" without any). */
+  variables: string;
+  /** The output schema as stored (JSON text); null: none. */
+  outputSchema: string | null;
+  isActive: boolean;
+  hidden: boolean;
+  sorting: number;
+  deleted: boolean;
+}
+
 export interface StateOf {
   snippet: SnippetState;
   configuration: ConfigurationState;
   skill: SkillState;
+  task: TaskState;
 }
 
-export type AnyState = SnippetState | ConfigurationState | SkillState;
+export type AnyState = SnippetState | ConfigurationState | SkillState | TaskState;
 
 /** The field whose text a text diff shows, per kind. */
 export const TEXT_FIELD: { [K in VersionedKind]: keyof StateOf[K] & string } = {
   snippet: 'snippet',
   configuration: 'systemPrompt',
   skill: 'body',
+  task: 'promptTemplate',
 };
 
 /** A state as stored: keys in a fixed order, so equal states serialise to equal text. */

@@ -37,13 +37,21 @@ export interface AssemblyInput {
   configurationSkills?: readonly SkillInput[];
   /** Skills forced onto this run, after the configuration's. */
   forcedSkills?: readonly SkillInput[];
-  /** The user prompt: the first (and only) user message. */
+  /**
+   * Earlier turns of a conversation (user and assistant messages, oldest
+   * first), sent between the leading system messages and the prompt. The
+   * system prompt is never part of them: it is sent again on every turn.
+   */
+  history?: readonly ChatMessage[];
+  /** The user prompt: the last user message (the only one without history). */
   prompt: string;
 }
 
 /**
  * The one-time assembly of behaviour.md §8:
- * 1. the skill block goes into the first user message (§6);
+ * 1. the skill block goes into the first user message (§6): with a
+ *    conversation's history that is its first stored user message, the head
+ *    a context fit never drops (as nr_llm injects it after its fit);
  * 2. the effective system prompt becomes message 0 if non-empty;
  * 3. each forced snippet, composed on its own with its name as label, becomes
  *    one more leading system message in the order given — unless the system
@@ -53,7 +61,7 @@ export interface AssemblyInput {
  */
 export function assembleRunMessages(input: AssemblyInput): AssembledRun {
   const skills = buildSkillBlock(input.configurationSkills ?? [], input.forcedSkills ?? []);
-  const injection = injectSkillBlock([{ role: 'user', content: input.prompt }], skills.block);
+  const injection = injectSkillBlock([...(input.history ?? []), { role: 'user', content: input.prompt }], skills.block);
 
   const leading: ChatMessage[] = [];
   if (input.systemPrompt !== '') {

@@ -18,6 +18,15 @@ export function isActiveSnippet(snippet: { readonly isActive: boolean }): boolea
   return snippet.isActive;
 }
 
+/**
+ * The snippets the snippet tools offer (search_snippets, get_snippet): the
+ * ones a configuration could compose — active (`isActiveSnippet`), visible
+ * (`hidden = 0`) and not deleted. Every path that offers snippets asks this.
+ */
+export function isOfferedSnippet(snippet: { readonly isActive: boolean; readonly hidden: boolean; readonly deleted?: boolean }): boolean {
+  return isActiveSnippet(snippet) && !snippet.hidden && snippet.deleted !== true;
+}
+
 /** A snippet row as the index needs it: selectable, with its `tags` column. */
 export interface IndexedSnippet extends SelectableSnippet {
   tags: string;

@@ -6,6 +6,7 @@
  * validation itself is Ajv's (JSON Schema 2020-12), on the server.
  */
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
+import type { ChatMessage } from '../providers/adapters/types';
 
 export const SCHEMA_OUTSIDE_SUBSET_MESSAGE = 'The schema lies outside the supported strict subset (ADR-126); it would reject every response.';
 
@@ -126,10 +127,39 @@ export const REPAIR_SHOWN_CHARACTERS = 2000;
  * 2,000 characters (code points, as PHP's `mb_substr`), marked when cut.
  */
 export function withRepairInstruction(prompt: string, schemaJson: string, invalid: string): string {
+  return withSchemaInstruction(prompt, schemaJson) + repairSuffix(invalid);
+}
+
+/** What the repair prompt adds to the instructed prompt. */
+export function repairSuffix(invalid: string): string {
   const characters = Array.from(invalid);
   let shown = characters.slice(0, REPAIR_SHOWN_CHARACTERS).join('');
   if (characters.length > REPAIR_SHOWN_CHARACTERS) shown += '\n[... truncated ...]';
-  return withSchemaInstruction(prompt, schemaJson) + '\n\nYour previous response did not conform to the schema. It was:\n' + shown;
+  return '\n\nYour previous response did not conform to the schema. It was:\n' + shown;
+}
+
+/**
+ * The messages of the repair call: those of the first call, the user
+ * message (skill block, then the instructed prompt) followed by the repair
+ * text, so it reads `block + "\n\n" + withRepairInstruction(prompt, …)` as
+ * nr_llm's repair call sends it.
+ */
+export function withRepairedAnswer(messages: readonly ChatMessage[], invalid: string): ChatMessage[] {
+  const index = messages.map((message) => message.role).lastIndexOf('user');
+  if (index === -1) return [...messages];
+  const repaired = [...messages];
+  const user = messages[index] as Extract<ChatMessage, { role: 'user' }>;
+  repaired[index] = { role: 'user', content: user.content + repairSuffix(invalid) };
+  return repaired;
+}
+
+/** What a run's END says when the answer still failed the schema after the repair call. */
+export const INVALID_OUTPUT = { error: STRUCTURED_FAILURE_MESSAGE, errorClass: 'InvalidOutput' } as const;
+
+/** The fields an LLM step of a run with an output schema carries: whether the answer matched, and why not. */
+export function answerCheckFields(content: string, schemaJson: string): { outputValid: boolean; outputError?: string } {
+  const check = checkStructuredAnswer(content, schemaJson);
+  return check.valid ? { outputValid: true } : { outputValid: false, outputError: check.reason };
 }
 
 const FENCED = /^\s*```(?:json)?\s*([\s\S]*?)\s*```\s*$/;

@@ -46,8 +46,8 @@ export function isPriced(prices: ModelPrices | null | undefined): prices is Mode
   );
 }
 
-/** Null when the model is unpriced (`isPriced`): unknown, which is not the same as free. */
-export function estimateCost(usage: Usage, prices: ModelPrices): number | null {
+/** Null when the model is unpriced (`isPriced`; no prices at all included): unknown, which is not the same as free. */
+export function estimateCost(usage: Usage, prices: ModelPrices | null | undefined): number | null {
   if (!isPriced(prices)) return null;
   const cacheReadPrice = price(prices.costCacheRead);
   const cacheWritePrice = price(prices.costCacheWrite);

@@ -20,22 +20,27 @@ import { LazyPayload } from '../webhooks';
 import { createDatabaseSnippetSource } from './database-snippet-source';
 import { RunFeedBus } from './run-feed';
 import type { RunReader } from './run-reader';
-import { RunService, type RunServiceOptions } from './run.service';
+import type { RunEndedHook } from './run-store';
+import { RunService, type HistorySource, type RunServiceOptions } from './run.service';
 import { createBuiltinToolRegistry } from './tools/builtin-tools';
 import type { ExternalToolSource } from './tools/tool-registry';
 import type { CallLedgerFactory } from './engine/call-ledger';
 import type { ToolSwitchSource } from './tools/tool-switches';
 import { InProcessTraceBus, RedisTraceBus, type TraceBus } from './trace-bus';
 
-export { ToolInfo } from './run.types';
+export { AgentRun, ToolInfo, toAgentRun } from './run.types';
+export { isOpenRunStatus } from './run-status';
 export { ToolInputError, type ExternalTool, type ExternalToolSource } from './tools/tool-registry';
 export type { LoopStep, LlmStep, RequestStep } from './engine/loop-step';
 export type { ToolSwitches, ToolSwitchSource } from './tools/tool-switches';
 export type { CallLedger, CallLedgerFactory, CallPermit, CallRefusal, LedgerAccount, LedgerCall } from './engine/call-ledger';
 export type { RunProvenance } from './run-store';
+export type { RunTaskOrigin } from './run-queries';
 export type { RunFeedBus } from './run-feed';
 export type { RunReader, RunView } from './run-reader';
-export type { RunPreview, RunService, RunServiceOptions, StartRunRequest, ToolDecisionRequest } from './run.service';
+export type { HistoryReference, HistorySource, RunPreview, RunService, RunServiceOptions, RunStartExtras, StartRunRequest, ToolDecisionRequest } from './run.service';
+export type { RunEndedHook } from './run-store';
+export type { EndStep } from './engine/loop-step';
 export type { StoredStep, TraceBus, BusListener } from './trace-bus';
 
 export interface RunsFeatureDeps {
@@ -49,6 +54,10 @@ export interface RunsFeatureDeps {
   externalTools?: ExternalToolSource;
   /** Metrics and traces of runs. */
   observer?: RunObserver | null;
+  /** Also told of every run's END, in its transaction (a conversation stores the reply). */
+  onRunEnded?: RunEndedHook;
+  /** Reads a conversation turn's history again when its run goes on later. */
+  historySource?: HistorySource;
   /** The usage ledger every provider call of a run is checked against and booked in. */
   callLedger?: CallLedgerFactory;
   /** TYPO3's tool on/off switches. */
@@ -102,13 +111,15 @@ export async function createRunsFeature(deps: RunsFeatureDeps): Promise<RunsFeat
       observer: deps.observer,
       callLedger: deps.callLedger,
       toolSwitches: deps.toolSwitches,
-      onRunEnded: async (manager, loadRun) => {
+      onRunEnded: async (manager, loadRun, ended) => {
         const payload = new LazyPayload(async () => {
           const run = await loadRun();
           return run ? { run } : null;
         });
         await services.webhookOutbox.enqueue(manager, 'run.finished', payload);
+        await deps.onRunEnded?.(manager, loadRun, ended);
       },
+      historySource: deps.historySource,
       ...deps.options,
     },
   );

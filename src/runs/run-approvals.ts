@@ -8,22 +8,16 @@ import type { Caller } from '../auth/roles';
 import type { Logger } from '../logger';
 import { ConflictError, NotFoundError } from '../shared/errors';
 import { unixNow } from '../shared/time';
-import { approvalTimeoutStep, decideApproval, pendingCallsOf, type ToolDecisionRequest } from './engine/approval-decision';
-import { clampMaxRounds } from './engine/loop-contract';
-import { rebuildProgress } from './engine/run-machine';
-import type { ApprovalStep } from './engine/loop-step';
+import { decideApproval, timeoutDecision, type ToolDecisionRequest } from './engine/approval-decision';
 import type { RunDriver } from './run-driver';
-import type { RunReader, RunView } from './run-reader';
-import { asLoopSteps, type RunStore } from './run-store';
+import type { RunView } from './run-reader';
+import type { RunStore } from './run-store';
 import { storedSpellings } from './run-status';
-import type { StoredStep, TraceBus } from './trace-bus';
 
 export class RunApprovals {
   constructor(
     private readonly store: RunStore,
     private readonly driver: RunDriver,
-    private readonly bus: TraceBus,
-    private readonly reader: RunReader,
     private readonly logger: Logger,
   ) {}
 
@@ -32,20 +26,17 @@ export class RunApprovals {
    * decisions as an APPROVAL step and drives the run on in this process.
    */
   async resolve(uuid: string, decisions: readonly ToolDecisionRequest[], caller: Caller): Promise<RunView> {
-    const row = await this.store.findRun(uuid);
-    if (!row) throw new NotFoundError(`No run with id "${uuid}"`, 'runId');
+    const waiting = await this.store.waitingRun(uuid);
+    if (!waiting) throw new NotFoundError(`No run with id "${uuid}"`, 'runId');
+    const { row, request, steps } = waiting;
     if (row.status !== 'WAITING_FOR_APPROVAL') throw new ConflictError(`The run is ${row.status}, not waiting for approval`, 'runId');
-    const steps = await this.store.stepsAfter(row.uid, 0);
-    const stored = await this.driver.storedRequest(row);
-    if (!stored) throw new ConflictError('The run cannot go on: what it was started with is not stored', 'runId');
-    const progress = rebuildProgress(asLoopSteps(steps), { maxRounds: clampMaxRounds(stored.request.maxRounds) });
-    const step = decideApproval(progress, decisions, caller.name);
-    const decided = await this.storeDecision(row.uid, row.uuid, steps, step);
+    if (!request) throw new ConflictError('The run cannot go on: what it was started with is not stored', 'runId');
+    const step = decideApproval({ steps: waiting.loopSteps, maxRounds: request.request.maxRounds }, decisions, caller.name);
+    const leaseAt = Date.now();
+    const decided = await this.store.resumeWithDecisions(row.uid, (steps[steps.length - 1]?.sequence ?? 0) + 1, step, this.driver.instanceId);
     if (!decided) throw new ConflictError('The run is no longer waiting for approval (decided or cancelled meanwhile)', 'runId');
     this.logger.info({ runId: row.uuid, by: caller.name, approved: step.decisions!.filter((d) => d.approved).length, denied: step.decisions!.filter((d) => !d.approved).length }, 'tool calls decided');
-    const current = (await this.store.findRun(uuid)) ?? row;
-    await this.driver.goOn(current, stored, [...steps, decided], false);
-    return this.reader.view(current);
+    return this.driver.resume(row, request, steps, { decided, leaseAt });
   }
 
   /**
@@ -59,37 +50,25 @@ export class RunApprovals {
   async expire(): Promise<number> {
     const now = unixNow();
     let handled = 0;
-    for (const row of await this.store.expiredApprovals(now)) {
-      if (this.driver.local(row.uuid)) continue;
-      const stored = await this.driver.storedRequest(row);
-      const steps = await this.store.stepsAfter(row.uid, 0);
+    for (const expired of await this.store.expiredApprovals(now)) {
+      if (this.driver.local(expired.uuid)) continue;
+      const waiting = await this.store.waitingRun(expired.uuid);
+      if (!waiting || waiting.row.status !== 'WAITING_FOR_APPROVAL') continue;
+      const { row, request, steps } = waiting;
       const last = steps[steps.length - 1]?.sequence ?? 0;
-      const progress = stored ? rebuildProgress(asLoopSteps(steps), { maxRounds: clampMaxRounds(stored.request.maxRounds) }) : null;
-      const pending = progress ? pendingCallsOf(progress) : [];
-      if (!stored || !progress || pending.length === 0) {
+      const step = request ? timeoutDecision({ steps: waiting.loopSteps, maxRounds: request.request.maxRounds }, request.request.approvalTimeoutSeconds ?? null) : null;
+      if (!request || !step) {
         // Nothing to go on from: it ends as a run that cannot be resumed does.
         await this.driver.close(row, last, 'FAILED', 'interrupted', 'The run waited for approval, but cannot go on: what it was started with is not stored.', storedSpellings('WAITING_FOR_APPROVAL'));
         continue;
       }
-      const step = approvalTimeoutStep(pending, progress.round, stored.request.approvalTimeoutSeconds ?? null);
-      const decided = await this.storeDecision(row.uid, row.uuid, steps, step, now);
+      const leaseAt = Date.now();
+      const decided = await this.store.resumeWithDecisions(row.uid, last + 1, step, this.driver.instanceId, now);
       if (!decided) continue;
-      this.logger.info({ runId: row.uuid, pending: pending.length }, 'approval timed out; the pending calls are refused');
+      this.logger.info({ runId: row.uuid, pending: step.decisions!.length }, 'approval timed out; the pending calls are refused');
       handled += 1;
-      const current = (await this.store.findRun(row.uuid)) ?? row;
-      await this.driver.goOn(current, stored, [...steps, decided], false);
+      await this.driver.resume(row, request, steps, { decided, leaseAt });
     }
     return handled;
-  }
-
-  /** Stores the APPROVAL step after `steps` while the run still waits (on the deadline of `expiredAt`, when given), takes its lease and publishes it; null when it no longer waits. */
-  private async storeDecision(runUid: number, runId: string, steps: readonly StoredStep[], step: ApprovalStep, expiredAt?: number): Promise<StoredStep | null> {
-    const last = steps[steps.length - 1]?.sequence ?? 0;
-    const leaseAt = Date.now();
-    const decided = await this.store.resumeWithDecisions(runUid, last + 1, step, this.driver.instanceId, expiredAt);
-    if (!decided) return null;
-    this.driver.leases.taken(runUid, leaseAt);
-    this.bus.publish(runId, { type: 'step', step: decided });
-    return decided;
   }
 }

@@ -16,6 +16,7 @@ import { LeaseClock } from './lease-clock';
 import { bookingOf, type PreparedRun, type RunPreparer, type StoredRunRequest } from './run-preparer';
 import { asLoopStep, asLoopSteps, LeaseLostError, type RunStore } from './run-store';
 import { closeRun, type RunEndStatus } from './run-supervisor';
+import type { RunView } from './run-reader';
 import type { RunServiceOptions } from './run.service';
 import { preciseNow, type RunObservation } from '../operations/run-observer';
 import type { StoredStep, TraceBus } from './trace-bus';
@@ -141,8 +142,21 @@ export class RunDriver {
     }
   }
 
-  /** Prepares a run again from its stored request and drives it on from `steps`; a run that cannot be prepared any more ends FAILED. */
-  async goOn(row: AgentRunEntity, stored: StoredRunRequest, steps: StoredStep[], afterCrash: boolean): Promise<void> {
+  /**
+   * Drives a run on from its stored `steps`, prepared again from its stored
+   * request; a run that cannot be prepared any more ends FAILED. After a
+   * crash (a takeover) the loop knows a call may have been cut short. With
+   * `decided`, the APPROVAL step that just ended the run's wait under a
+   * lease this instance took at `leaseAt`: noted, published, and gone on
+   * from. Returns the run as it goes on (or as it ended).
+   */
+  async resume(row: AgentRunEntity, stored: StoredRunRequest, steps: StoredStep[], from: { afterCrash: true } | { decided: StoredStep; leaseAt: number }): Promise<RunView> {
+    if ('decided' in from) {
+      this.leases.taken(row.uid, from.leaseAt);
+      this.bus.publish(row.uuid, { type: 'step', step: from.decided });
+      row = (await this.store.findRun(row.uuid)) ?? row;
+      steps = [...steps, from.decided];
+    }
     let prepared: PreparedRun;
     try {
       prepared = await this.preparer.prepare(stored.request, false, bookingOf(stored));
@@ -150,19 +164,10 @@ export class RunDriver {
       const message = error instanceof Error && 'extensions' in error ? error.message : INTERNAL_ERROR_MESSAGE;
       this.logger.warn({ runId: row.uuid, errorClass: className(error) }, 'a run could not be prepared to go on');
       await this.close(row, steps[steps.length - 1]?.sequence ?? 0, 'FAILED', 'error', message);
-      return;
+      return { row: (await this.store.findRun(row.uuid)) ?? row, dryRun: false, finalContent: null, error: message, pendingToolCalls: [] };
     }
-    this.drive(row, prepared, { steps, afterCrash });
-  }
-
-  async storedRequest(row: AgentRunEntity): Promise<StoredRunRequest | null> {
-    const text = await this.store.findRequest(row.uid);
-    if (text === null) return null;
-    try {
-      return JSON.parse(text) as StoredRunRequest;
-    } catch {
-      return null;
-    }
+    this.drive(row, prepared, { steps, afterCrash: 'afterCrash' in from });
+    return { row, dryRun: prepared.dryRun, finalContent: null, error: null, pendingToolCalls: [] };
   }
 
   /**

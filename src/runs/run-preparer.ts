@@ -12,16 +12,17 @@ import { type ConfigurationService } from '../configurations/configuration.servi
 import { callOptionsOf, effectiveSystemPromptOf, selectedSnippetsOf } from '../prompt/configuration-prompt';
 import type { Logger } from '../logger';
 import { createChatAdapter } from '../providers/adapters/registry';
-import type { CallOptions, ChatAdapter } from '../providers/adapters/types';
+import type { CallOptions, ChatAdapter, ChatMessage } from '../providers/adapters/types';
 import { isPriced } from '../providers/cost';
 import type { ModelEntity } from '../providers/model.entity';
 import type { ModelService } from '../providers/model.service';
 import type { ProviderService } from '../providers/provider.service';
 import { BadUserInputError, ForbiddenError, NotFoundError } from '../shared/errors';
-import { plainValueOf, type PhpArray } from '../shared/php-json';
+import { phpValueOf, plainValueOf, type PhpArray } from '../shared/php-json';
 import type { SkillEntity } from '../skills/skill.entity';
 import type { SkillService } from '../skills/skill.service';
-import { ActiveSnippetIndex, type SnippetService } from '../snippets/snippet.service';
+import { ActiveSnippetIndex } from '../prompt/snippet-index';
+import type { SnippetService } from '../snippets/snippet.service';
 import type { LedgerAccount } from './engine/call-ledger';
 import type { AgentLoopInput } from './engine/loop-contract';
 import { releaseCallOptions, checkLabel } from '../releases/release-rules';
@@ -29,6 +30,7 @@ import { skillInputOf, type ReleaseService, type StoredRelease } from '../releas
 import type { PromptSnippetEntity } from '../snippets/snippet.entity';
 import type { ExternalToolSource, ToolRegistry } from './tools/tool-registry';
 import { allowedToolGroupsOf, isToolSwitchedOn, NO_SWITCHES, type ToolSwitchSource } from './tools/tool-switches';
+import type { RunTaskOrigin } from './run-queries';
 
 export interface StartRunRequest {
   configuration: string;
@@ -57,12 +59,39 @@ export interface StartRunRequest {
   /** `json`: ask the provider for JSON (nr_llm's `response_format` call option, merged over the configuration's). */
   responseFormat?: 'json' | null;
   /**
+   * A JSON Schema (text) the final answer must match: validated on the
+   * server, one repair call, the run ends `invalid_output` if it still fails.
+   * Sent to the provider as `response_schema` for its native JSON mode.
+   */
+  outputSchema?: string | null;
+  /** The task a task run runs (set by the tasks feature, never by a caller); its uid is the run's `taskUid`. */
+  task?: RunTaskOrigin | null;
+  /**
    * The release the label meant when the run started (set by the service,
    * never by a caller): a run that goes on later runs this release even if
    * the label has moved since.
    */
   releaseId?: number | null;
+  /**
+   * A conversation turn: the earlier turns, sent before the prompt. Never
+   * stored with the request (a run that goes on later reads them again
+   * through `conversation`), so a turn stores what a single run does.
+   */
+  history?: ChatMessage[] | null;
+  /** A conversation turn: whose history it sends (read again by a run that goes on later). */
+  conversation?: HistoryReference | null;
+  /** Send a transcript over the context budget instead of ending `context_truncated` (a conversation turn). */
+  sendOverBudget?: boolean | null;
 }
+
+/** Where a conversation turn's history lives: the session's messages up to and including `throughSequence` (-1: none). */
+export interface HistoryReference {
+  session: number;
+  throughSequence: number;
+}
+
+/** Reads a conversation turn's history again (a run that goes on after approval or a takeover). */
+export type HistorySource = (reference: HistoryReference) => Promise<ChatMessage[]>;
 
 /** What `promptwire_run_request` keeps of a run: its input, checked, and who started it. */
 export interface StoredRunRequest {
@@ -117,6 +146,8 @@ export interface RunPreparerOptions {
   externalTools?: ExternalToolSource;
   /** TYPO3's tool on/off switches, read for each run; absent: every tool is on. */
   toolSwitches?: ToolSwitchSource;
+  /** Reads a conversation turn's history when its request does not carry it. */
+  historySource?: HistorySource;
 }
 
 /** The longest a run may wait for a decision: 30 days. */
@@ -240,9 +271,11 @@ export class RunPreparer {
     if (request.maxTokens != null) overrides.set('max_tokens', BigInt(Math.trunc(request.maxTokens)));
     if (request.temperature != null) overrides.set('temperature', request.temperature);
     if (request.responseFormat === 'json') overrides.set('response_format', 'json');
+    if (request.outputSchema != null) overrides.set('response_schema', phpValueOf(JSON.parse(request.outputSchema)));
     // plainValueOf: an option integer beyond 2^53 stays a bigint and reaches the wire body with its digits (plainJsonText).
     const callOptions = release ? withModel(plainValueOf(releaseCallOptions(release.callOptions, overrides, model)) as Record<string, unknown>, model) : callOptionsFor(configuration, model, activeSnippets!, overrides);
 
+    const history = request.history ?? (request.conversation && this.options.historySource ? await this.options.historySource(request.conversation) : []);
     const settings = provider ? this.providers.settingsFor(provider) : null;
     const adapter: ChatAdapter = settings ? this.adapterFor(settings) : unusableAdapter;
 
@@ -269,7 +302,9 @@ export class RunPreparer {
         forcedSnippets: forcedSnippets.map((s) => ({ identifier: s.identifier, name: s.name, snippet: s.snippet })),
         configurationSkills: release ? release.skills.map((skill) => skill.skill) : (skillMap!.get(configuration.uid) ?? []).map(skillInputOf),
         forcedSkills: forcedSkills.map(skillInputOf),
+        ...(history.length > 0 ? { history } : {}),
         prompt: request.prompt,
+        ...(request.sendOverBudget === true ? { sendOverBudget: true } : {}),
         tools: { registry: tools, allowList: request.tools ?? undefined },
         maxRounds: request.maxRounds ?? undefined,
         captureRaw: request.captureRaw === true,
@@ -279,6 +314,7 @@ export class RunPreparer {
         approvalRequired: request.approvalRequired ?? [],
         approvalTimeoutSeconds: request.approvalTimeoutSeconds ?? null,
         budget: { maxTotalTokens: request.maxTotalTokens ?? null, maxCost: request.maxCost ?? null },
+        structuredOutput: request.outputSchema != null ? { schemaJson: request.outputSchema } : null,
       },
     };
   }

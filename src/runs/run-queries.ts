@@ -1,5 +1,5 @@
 /**
- * The reads of runs: rows, steps, leases, provenance and the run list. The
+ * The reads of runs: rows, steps, leases, approval deadlines, provenance and the run list. The
  * writes (and the transactions that keep a run and its steps together) are
  * RunStore's, which extends this.
  */
@@ -8,14 +8,19 @@ import { afterPosition, atOrBeforePosition, type KeyColumn, type KeyKind, type K
 import { filteredSelect } from '../db/list-filters';
 import { getShapedArrays, getShapedEntityRows } from '../db/raw-rows';
 import type { ReleasedRecord } from '../releases/release-rules';
+import { unixNow } from '../shared/time';
 import { AgentRunEventEntity } from './agent-run-event.entity';
 import { AgentRunEntity } from './agent-run.entity';
 import type { RequestedToolCall, LoopStep } from './engine/loop-step';
 import type { RunState } from './engine/run-machine';
+import { RunApprovalDeadlineEntity } from './run-approval-deadline.entity';
 import { RunLeaseEntity } from './run-lease.entity';
 import { RunProvenanceEntity } from './run-provenance.entity';
-import { KNOWN_READ_STATUSES, OPEN_STORED_STATUSES, readRunStatus, readStatusesShownAs } from './run-status';
+import { KNOWN_READ_STATUSES, OPEN_STORED_STATUSES, readRunStatus, readStatusesShownAs, storedSpellings } from './run-status';
 import type { StoredStep } from './trace-bus';
+
+/** Written into `claimed_by` of the runs this service executes; nr_llm's own workers write their ids there. */
+export const RUN_OWNER_MARK = 'promptwire';
 
 const OPEN = [...OPEN_STORED_STATUSES];
 
@@ -30,7 +35,6 @@ export function toStoredStep(row: AgentRunEventEntity): StoredStep {
   return { ...payload, sequence: row.sequence, kind: row.kind, round: row.round, durationMs: row.durationMs };
 }
 
-/** A finished run as those told of it see it (the `run.finished` webhook). */
 /**
  * A stored step read as the engine's step: every step in the table was
  * written from one (appendStep, closeIfOpen, resumeWithDecisions), with its
@@ -49,6 +53,15 @@ export interface RunProvenance {
   releaseId: number | null;
   label: string | null;
   snippets: ReleasedRecord[];
+  /** The task a task run ran (`runTask`); absent or null otherwise. */
+  task?: RunTaskOrigin | null;
+}
+
+/** The task behind a run, and the stored version of it the run sent (null: not known). */
+export interface RunTaskOrigin {
+  uid: number;
+  identifier: string;
+  version: number | null;
 }
 
 /** Filters of the run list; given ones combine with AND. */
@@ -92,7 +105,8 @@ export class RunQueries {
       } catch {
         // A damaged row still shows its release.
       }
-      result.set(row.runUid, { releaseId: row.releaseId, label: row.label, snippets });
+      const task = row.taskUid !== null ? { uid: row.taskUid, identifier: row.taskIdentifier ?? '', version: row.taskVersion } : null;
+      result.set(row.runUid, { releaseId: row.releaseId, label: row.label, snippets, task });
     }
     return result;
   }
@@ -234,5 +248,60 @@ export class RunQueries {
       .where('e.run = :runUid', { runUid })
       .getRawOne<{ max: number | string | null }>();
     return Number(row?.max ?? 0) || 0;
+  }
+
+  /**
+   * Runs of this service waiting for approval whose deadline has passed by
+   * `now` (unix seconds), oldest deadline first.
+   */
+  async expiredApprovals(now: number, limit = 100): Promise<AgentRunEntity[]> {
+    return this.dataSource
+      .getRepository(AgentRunEntity)
+      .createQueryBuilder('r')
+      .innerJoin(RunApprovalDeadlineEntity, 'd', 'd.run_uid = r.uid')
+      .where('r.status IN (:...waiting)', { waiting: storedSpellings('WAITING_FOR_APPROVAL') })
+      .andWhere('r.claimed_by = :owner', { owner: RUN_OWNER_MARK })
+      .andWhere('d.deadline_at <= :now', { now })
+      .orderBy('d.deadline_at', 'ASC')
+      .limit(limit)
+      .getMany();
+  }
+
+  /** When a waiting run's wait ends undecided (unix seconds); null without a timeout. */
+  async approvalDeadlineOf(runUid: number): Promise<number | null> {
+    const row = await this.dataSource.getRepository(RunApprovalDeadlineEntity).findOne({ where: { runUid } });
+    return row ? Number(row.deadlineAt) : null;
+  }
+
+  /** The oldest heartbeat (unix seconds) of a lease another instance holds on an open run of this service; null when there is none. */
+  async oldestForeignHeartbeat(instanceId: string): Promise<number | null> {
+    const row = await this.dataSource
+      .getRepository(RunLeaseEntity)
+      .createQueryBuilder('l')
+      .innerJoin(AgentRunEntity, 'r', 'r.uid = l.run_uid')
+      .select('MIN(l.heartbeat_at)', 'oldest')
+      .where('l.instance_id <> :instanceId', { instanceId })
+      .andWhere('r.status IN (:...open)', { open: OPEN })
+      .andWhere('r.claimed_by = :owner', { owner: RUN_OWNER_MARK })
+      .getRawOne<{ oldest: number | string | null }>();
+    return row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest);
+  }
+
+  /**
+   * Queued or running runs nobody is working on: no lease, or a lease older
+   * than `staleSeconds`. A run waiting for approval needs no owner (it holds
+   * no lease on purpose), so it is never one: housekeeping does not read
+   * every waiting run on every pass.
+   */
+  async orphanedRuns(staleSeconds: number): Promise<AgentRunEntity[]> {
+    return this.dataSource
+      .getRepository(AgentRunEntity)
+      .createQueryBuilder('r')
+      .leftJoin(RunLeaseEntity, 'l', 'l.run_uid = r.uid')
+      .where('r.status IN (:...statuses)', { statuses: storedSpellings('QUEUED', 'RUNNING') })
+      // Only runs this service executes: nr_llm's own runs have their own workers and reaper.
+      .andWhere('r.claimed_by = :owner', { owner: RUN_OWNER_MARK })
+      .andWhere('(l.run_uid IS NULL OR l.heartbeat_at < :cutoff)', { cutoff: unixNow() - staleSeconds })
+      .getMany();
   }
 }

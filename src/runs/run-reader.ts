@@ -50,6 +50,8 @@ export interface RunView {
    * Undefined while the run has no END.
    */
   endCost?: number | null;
+  /** Set by `start` only: the skills the run's skill block injects, in block order. */
+  appliedSkills?: string[];
 }
 
 /** What the reader needs to know of the runs this process drives. */

@@ -77,3 +77,8 @@ export const runStatusTransformer: ValueTransformer = {
   to: (value: string | undefined) => (value === undefined ? undefined : value.toLowerCase()),
   from: readRunStatus,
 };
+
+/** Whether a stored status (any spelling) is one of a run that has not ended. */
+export function isOpenRunStatus(value: unknown): boolean {
+  return OPEN_STORED_STATUSES.includes(String(value)) || (OPEN_RUN_STATES as readonly string[]).includes(readRunStatus(value));
+}

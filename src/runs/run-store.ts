@@ -13,16 +13,22 @@ import { RunRequestEntity } from './run-request.entity';
 import { RunApprovalDeadlineEntity } from './run-approval-deadline.entity';
 import type { ApprovalStep, EndStep, LoopStep } from './engine/loop-step';
 import type { StoredStep } from './trace-bus';
-import { RunQueries, type RunProvenance } from './run-queries';
+import { asLoopSteps, RUN_OWNER_MARK, RunQueries, type RunProvenance } from './run-queries';
+import type { StoredRunRequest } from './run-preparer';
 import { storedCost, storedInt } from './engine/usage-limits';
 import { OPEN_STORED_STATUSES, storedSpellings } from './run-status';
 
-export { asLoopStep, asLoopSteps, RUN_KEY_KINDS, RUN_LIST, RunQueries, toStoredStep, type RunListFilter, type RunProvenance } from './run-queries';
-
-/** Written into `claimed_by` of the runs this service executes; nr_llm's own workers write their ids there. */
-export const RUN_OWNER_MARK = 'promptwire';
+export { asLoopStep, asLoopSteps, RUN_KEY_KINDS, RUN_LIST, RUN_OWNER_MARK, RunQueries, toStoredStep, type RunListFilter, type RunProvenance } from './run-queries';
 
 const OPEN = [...OPEN_STORED_STATUSES];
+
+/** See RunStore.waitingRun. */
+export interface WaitingRun {
+  row: AgentRunEntity;
+  request: StoredRunRequest | null;
+  steps: StoredStep[];
+  loopSteps: LoopStep[];
+}
 
 export interface EndedRun {
   id: string;
@@ -37,12 +43,19 @@ export interface EndedRun {
   error: string | null;
   dryRun: boolean;
   finishedAt: string;
+  /** The task identifier of a task run; null otherwise. */
+  task: string | null;
 }
 
-/** What prompt a run started with (`promptwire_run_provenance`). */
-/** Called inside the transaction that stores a run's END, so what it writes commits with the END or not at all. */
-/** Told of a run's END inside its transaction; `loadRun` reads the finished run (call it only when needed). */
-export type RunEndedHook = (manager: EntityManager, loadRun: () => Promise<EndedRun | null>) => Promise<void>;
+/**
+ * Told of a run's END inside the transaction that stores it, so what it
+ * writes commits with the END or not at all; `loadRun` reads the finished
+ * run (call it only when needed); `ended` is the END as stored.
+ */
+export type RunEndedHook = (manager: EntityManager, loadRun: () => Promise<EndedRun | null>, ended: { runUid: number; end: EndStep }) => Promise<void>;
+
+/** Writes what belongs to a new run inside the transaction that stores it (a conversation's user message); throwing stores nothing. */
+export type RunCreatedHook = (manager: EntityManager, run: { uid: number; uuid: string }) => Promise<void>;
 
 export class RunStore extends RunQueries {
   constructor(
@@ -58,7 +71,9 @@ export class RunStore extends RunQueries {
     await this.onRunEnded(manager, async () => {
       const row = await manager.getRepository(AgentRunEntity).findOne({ where: { uid: runUid } });
       if (!row) return null;
+      const provenance = await manager.getRepository(RunProvenanceEntity).findOne({ where: { runUid } });
       return {
+        task: provenance?.taskIdentifier ?? null,
         id: row.uuid,
         configuration: row.configurationIdentifier,
         status: end.status,
@@ -72,7 +87,7 @@ export class RunStore extends RunQueries {
         dryRun: end.dryRun,
         finishedAt: new Date(row.finishedAt * 1000).toISOString(),
       };
-    });
+    }, { runUid, end });
   }
 
   /**
@@ -80,7 +95,13 @@ export class RunStore extends RunQueries {
    * transaction, so no other instance can see the run without an owner and
    * declare it interrupted.
    */
-  async createRun(run: { uuid: string; configurationUid: number; configurationIdentifier: string; beUser?: number }, leaseHolder?: string, request?: string, provenance?: RunProvenance): Promise<AgentRunEntity> {
+  async createRun(
+    run: { uuid: string; configurationUid: number; configurationIdentifier: string; beUser?: number },
+    leaseHolder?: string,
+    request?: string,
+    provenance?: RunProvenance,
+    onCreated?: RunCreatedHook,
+  ): Promise<AgentRunEntity> {
     const now = unixNow();
     return this.dataSource.transaction(async (manager) => {
       const repository = manager.getRepository(AgentRunEntity);
@@ -114,10 +135,11 @@ export class RunStore extends RunQueries {
           .createQueryBuilder()
           .insert()
           .into(RunProvenanceEntity)
-          .values({ runUid: row.uid, releaseId: provenance.releaseId, label: provenance.label, snippets: JSON.stringify(provenance.snippets) })
+          .values({ runUid: row.uid, releaseId: provenance.releaseId, label: provenance.label, snippets: JSON.stringify(provenance.snippets), ...taskColumnsOf(provenance.task) })
           .updateEntity(false)
           .execute();
       }
+      if (onCreated) await onCreated(manager, { uid: row.uid, uuid: row.uuid });
       return row;
     });
   }
@@ -273,33 +295,27 @@ export class RunStore extends RunQueries {
     });
   }
 
-  /**
-   * Runs of this service waiting for approval whose deadline has passed by
-   * `now` (unix seconds), oldest deadline first.
-   */
-  async expiredApprovals(now: number, limit = 100): Promise<AgentRunEntity[]> {
-    return this.dataSource
-      .getRepository(AgentRunEntity)
-      .createQueryBuilder('r')
-      .innerJoin(RunApprovalDeadlineEntity, 'd', 'd.run_uid = r.uid')
-      .where('r.status IN (:...waiting)', { waiting: storedSpellings('WAITING_FOR_APPROVAL') })
-      .andWhere('r.claimed_by = :owner', { owner: RUN_OWNER_MARK })
-      .andWhere('d.deadline_at <= :now', { now })
-      .orderBy('d.deadline_at', 'ASC')
-      .limit(limit)
-      .getMany();
-  }
-
-  /** When a waiting run's wait ends undecided (unix seconds); null without a timeout. */
-  async approvalDeadlineOf(runUid: number): Promise<number | null> {
-    const row = await this.dataSource.getRepository(RunApprovalDeadlineEntity).findOne({ where: { runUid } });
-    return row ? Number(row.deadlineAt) : null;
-  }
-
-  /** What a run was started with; null for runs stored before requests were kept, or by other programs. */
-  async findRequest(runUid: number): Promise<string | null> {
+  /** What a run was started with; null for runs stored before requests were kept, or by other programs, and for unreadable ones. */
+  async storedRequest(runUid: number): Promise<StoredRunRequest | null> {
     const row = await this.dataSource.getRepository(RunRequestEntity).findOne({ where: { runUid } });
-    return row?.request ?? null;
+    try {
+      return row ? (JSON.parse(row.request) as StoredRunRequest) : null;
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * A run as a decision on its wait is taken from: its row, what it was
+   * started with (null: see storedRequest) and its stored steps, also read
+   * as the engine's; null when there is no run `uuid`. Whether it still
+   * waits is for the caller to check (and resumeWithDecisions to enforce).
+   */
+  async waitingRun(uuid: string): Promise<WaitingRun | null> {
+    const row = await this.findRun(uuid);
+    if (!row) return null;
+    const steps = await this.stepsAfter(row.uid, 0);
+    return { row, request: await this.storedRequest(row.uid), steps, loopSteps: asLoopSteps(steps) };
   }
 
   /** Replaces a run's stored request (JSON: `StoredRunRequest`); a run without one is left as it is. */
@@ -362,40 +378,6 @@ export class RunStore extends RunQueries {
     // Rows matched (mysql2 connects with FOUND_ROWS; SQLite counts every row the UPDATE touched).
     return result.affected ?? 0;
   }
-
-  /** The oldest heartbeat (unix seconds) of a lease another instance holds on an open run of this service; null when there is none. */
-  async oldestForeignHeartbeat(instanceId: string): Promise<number | null> {
-    const row = await this.dataSource
-      .getRepository(RunLeaseEntity)
-      .createQueryBuilder('l')
-      .innerJoin(AgentRunEntity, 'r', 'r.uid = l.run_uid')
-      .select('MIN(l.heartbeat_at)', 'oldest')
-      .where('l.instance_id <> :instanceId', { instanceId })
-      .andWhere('r.status IN (:...open)', { open: OPEN })
-      .andWhere('r.claimed_by = :owner', { owner: RUN_OWNER_MARK })
-      .getRawOne<{ oldest: number | string | null }>();
-    return row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest);
-  }
-
-  /**
-   * Queued or running runs nobody is working on: no lease, or a lease older
-   * than `staleSeconds`. A run waiting for approval needs no owner (it holds
-   * no lease on purpose), so it is never one: housekeeping does not read
-   * every waiting run on every pass.
-   */
-  async orphanedRuns(staleSeconds: number): Promise<AgentRunEntity[]> {
-    return this.dataSource
-      .getRepository(AgentRunEntity)
-      .createQueryBuilder('r')
-      .leftJoin(RunLeaseEntity, 'l', 'l.run_uid = r.uid')
-      .where('r.status IN (:...statuses)', { statuses: storedSpellings('QUEUED', 'RUNNING') })
-      // Only runs this service executes: nr_llm's own runs have their own workers and reaper.
-      .andWhere('r.claimed_by = :owner', { owner: RUN_OWNER_MARK })
-      .andWhere('(l.run_uid IS NULL OR l.heartbeat_at < :cutoff)', { cutoff: unixNow() - staleSeconds })
-      .getMany();
-  }
-
-
 }
 
 class ClaimLost extends Error {}
@@ -433,4 +415,9 @@ function runRowFromEnd(step: EndStep): Partial<AgentRunEntity> {
     finishedAt: now,
     tstamp: now,
   };
+}
+
+/** The provenance columns of a task run (all null for other runs). */
+function taskColumnsOf(task: RunProvenance['task']) {
+  return { taskUid: task?.uid ?? null, taskIdentifier: task?.identifier ?? null, taskVersion: task?.version ?? null };
 }

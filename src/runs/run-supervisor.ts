@@ -154,7 +154,7 @@ export class RunSupervisor {
 
   /** Stores the cancel with the run's request, for an instance that takes the run up later; false when the run has no stored request. */
   private async recordCancelRequest(row: AgentRunEntity): Promise<boolean> {
-    const stored = await this.driver.storedRequest(row);
+    const stored = await this.store.storedRequest(row.uid);
     if (!stored) return false;
     if (stored.cancelRequested !== true) await this.store.replaceRequest(row.uid, JSON.stringify({ ...stored, cancelRequested: true } satisfies StoredRunRequest));
     return true;
@@ -253,7 +253,7 @@ export class RunSupervisor {
     let handled = 0;
     for (const row of rows) {
       if (this.driver.local(row.uuid)) continue;
-      const stored = await this.driver.storedRequest(row);
+      const stored = await this.store.storedRequest(row.uid);
       if (stored === null) {
         if (await this.closeOrphan(row, 'FAILED', 'interrupted', 'The server stopped while this run was in progress.')) {
           handled += 1;
@@ -274,7 +274,7 @@ export class RunSupervisor {
       if (current.status === 'QUEUED') await this.store.markRunning(current.uid);
       handled += 1;
       this.logger.warn({ runId: row.uuid }, 'took over a run whose instance stopped');
-      await this.driver.goOn(current, stored, await this.store.stepsAfter(current.uid, 0), true);
+      await this.driver.resume(current, stored, await this.store.stepsAfter(current.uid, 0), { afterCrash: true });
     }
     return handled;
   }

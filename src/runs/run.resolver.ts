@@ -116,6 +116,11 @@ export class RunResolver {
     return release ? toConfigurationRelease(release) : null;
   }
 
+  @FieldResolver(() => String, { nullable: true, description: 'The task a task run ran (runTask), by identifier; null for other runs.' })
+  async task(@Root() run: AgentRun, @Ctx() { loaders }: GraphQLContext): Promise<string | null> {
+    return (await loaders.runProvenanceByUid.load(run.runUid))?.task?.identifier ?? null;
+  }
+
   @FieldResolver(() => String, { nullable: true, description: 'The label the run was started with; null without one.' })
   async releaseLabel(@Root() run: AgentRun, @Ctx() { loaders }: GraphQLContext): Promise<string | null> {
     return (await loaders.runProvenanceByUid.load(run.runUid))?.label ?? null;
@@ -156,7 +161,7 @@ export class RunResolver {
     @Arg('decisions', () => [ToolDecisionInput]) decisions: ToolDecisionInput[],
   ): Promise<AgentRun> {
     if (!caller) throw new UnauthenticatedError('Authentication required');
-    return toAgentRun(await services.runs.resolveToolApproval(runId, decisions, caller));
+    return toAgentRun(await services.runs.approvals.resolve(runId, decisions, caller));
   }
 
   @Subscription(() => RunStep, {

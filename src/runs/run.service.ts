@@ -6,6 +6,7 @@
  * Reading runs and serving their traces is RunReader's.
  */
 import crypto from 'node:crypto';
+import type { EntityManager } from 'typeorm';
 import type { CallLedgerFactory } from './engine/call-ledger';
 import { isToolSwitchedOn, NO_SWITCHES, type ToolSwitchSource } from './tools/tool-switches';
 import type { Caller } from '../auth/roles';
@@ -15,15 +16,16 @@ import type { Logger } from '../logger';
 import type { RunObserver } from '../operations/run-observer';
 import type { CallOptions, ChatAdapter, ChatMessage } from '../providers/adapters/types';
 import { assembleRunMessages } from '../prompt/run-messages';
+import { buildSkillBlock } from '../prompt/skill-block';
 import type { ModelService } from '../providers/model.service';
 import type { ProviderService } from '../providers/provider.service';
 import type { ReleaseService } from '../releases/release.service';
 import type { SkillService } from '../skills/skill.service';
 import type { SnippetService } from '../snippets/snippet.service';
-import type { ToolDecisionRequest } from './engine/approval-decision';
+import { firstCallFit } from './engine/first-fit';
 import { RunApprovals } from './run-approvals';
 import { RunDriver } from './run-driver';
-import { RunPreparer, type StartRunRequest, type StoredRunRequest } from './run-preparer';
+import { RunPreparer, type HistorySource, type StartRunRequest, type StoredRunRequest } from './run-preparer';
 import { RunReader, type RunView } from './run-reader';
 import { RunStore, type RunEndedHook, type RunProvenance } from './run-store';
 import { RunSupervisor } from './run-supervisor';
@@ -32,8 +34,21 @@ import type { TraceBus } from './trace-bus';
 
 export type { ToolDecisionRequest } from './engine/approval-decision';
 export { UNSTORABLE_RESULT_MESSAGE } from './run-driver';
-export type { StartRunRequest } from './run-preparer';
+export type { HistoryReference, HistorySource, StartRunRequest } from './run-preparer';
 export type { RunPageRequest, RunView } from './run-reader';
+
+/** What a caller that builds on runs (a conversation turn) adds to a start. */
+export interface RunStartExtras {
+  /** The new run's id (uuid v4), chosen by the caller; default a fresh one. */
+  runId?: string;
+  /**
+   * Writes what belongs to the new run in the transaction that stores it;
+   * throwing stores nothing. `firstFit`: the context fit of the run's first
+   * model call (how many turns it drops; `measured` false when the
+   * transcript goes out unmeasured).
+   */
+  onCreated?: (manager: EntityManager, run: { uid: number; uuid: string }, firstFit: { droppedTurns: number; measured: boolean }) => Promise<void>;
+}
 
 /** What a run would send first (`RunService.preview`). */
 export interface RunPreview {
@@ -79,6 +94,8 @@ export interface RunServiceOptions {
   toolSwitches?: ToolSwitchSource;
   /** Writes and reads the cursors of runsConnection. */
   cursors: PagingCursors;
+  /** Reads a conversation turn's history again when its run goes on later. */
+  historySource?: HistorySource;
 }
 
 export class RunService {
@@ -87,7 +104,8 @@ export class RunService {
   readonly reader: RunReader;
   private readonly preparer: RunPreparer;
   private readonly driver: RunDriver;
-  private readonly approvals: RunApprovals;
+  /** Decisions on runs waiting for approval, and their timeouts (run-approvals.ts). */
+  readonly approvals: RunApprovals;
   private readonly supervisor: RunSupervisor;
 
   constructor(
@@ -108,7 +126,7 @@ export class RunService {
     this.driver = new RunDriver(this.store, this.preparer, bus, logger, options);
     const driver = this.driver;
     this.reader = new RunReader(this.store, bus, { has: (uuid) => driver.local(uuid) !== undefined, dryRun: (uuid) => driver.local(uuid)?.dryRun }, options);
-    this.approvals = new RunApprovals(this.store, this.driver, bus, this.reader, logger);
+    this.approvals = new RunApprovals(this.store, this.driver, logger);
     this.supervisor = new RunSupervisor(this.store, this.driver, this.approvals, bus, this.reader, logger);
   }
 
@@ -133,34 +151,39 @@ export class RunService {
   /**
    * Validates everything, stores the run as QUEUED with its request, and starts driving it without waiting.
    * `origin.trace` is the starting request's trace span (opaque), for the run's trace; `origin.taskUid`
-   * the task the run executes (its usage is booked to it).
+   * the task the run executes (its usage is booked to it; a task run's `input.task` says it too).
    */
-  async start(input: StartRunRequest, caller: Caller, origin: { trace?: unknown; taskUid?: number } = {}): Promise<RunView> {
+  async start(input: StartRunRequest, caller: Caller, origin: { trace?: unknown; taskUid?: number } = {}, extra: RunStartExtras = {}): Promise<RunView> {
     // Which release a run sends is decided here, from its label; never taken from a caller.
     const request: StartRunRequest = { ...input, releaseId: null };
     this.preparer.checkRequest(request, caller);
-    const booking = { beUser: caller.beUser, source: caller.source, taskUid: origin.taskUid ?? 0 };
+    const booking = { beUser: caller.beUser, source: caller.source, taskUid: origin.taskUid ?? input.task?.uid ?? 0 };
     const prepared = await this.preparer.prepare(request, true, booking);
     const release = prepared.release;
+    const task = request.task ?? null;
     const stored: StoredRunRequest = {
       request: { ...normalisedRequest(request), ...(release ? { label: release.label, releaseId: release.id } : {}) },
       startedBy: caller.name,
       ...booking,
     };
     const provenance: RunProvenance = release
-      ? { releaseId: release.id, label: release.label, snippets: release.snippets }
-      : { releaseId: null, label: null, snippets: await this.releases.composedVersions(prepared.composedSnippets) };
+      ? { releaseId: release.id, label: release.label, snippets: release.snippets, task }
+      : { releaseId: null, label: null, snippets: await this.releases.composedVersions(prepared.composedSnippets), task };
     const leaseAt = Date.now();
+    const onCreated = extra.onCreated;
+    const firstFit = onCreated ? firstCallFit(prepared.loopInput) : null;
     const row = await this.store.createRun(
-      { uuid: crypto.randomUUID(), configurationUid: prepared.configuration.uid, configurationIdentifier: prepared.configuration.identifier, beUser: caller.beUser },
+      { uuid: extra.runId ?? crypto.randomUUID(), configurationUid: prepared.configuration.uid, configurationIdentifier: prepared.configuration.identifier, beUser: caller.beUser },
       this.driver.instanceId,
       JSON.stringify(stored),
       provenance,
+      onCreated && firstFit ? (manager, run) => onCreated(manager, run, { droppedTurns: firstFit.report.droppedTurns, measured: firstFit.deferred === null }) : undefined,
     );
     this.driver.leases.taken(row.uid, leaseAt);
     this.driver.drive(row, prepared, null, origin.trace ?? null);
     this.logger.info({ runId: row.uuid, configuration: prepared.configuration.identifier, release: release?.id, dryRun: prepared.dryRun, by: caller.name }, 'run started');
-    return { row, dryRun: prepared.dryRun, finalContent: null, error: null, pendingToolCalls: [] };
+    const appliedSkills = buildSkillBlock(prepared.loopInput.configurationSkills ?? [], prepared.loopInput.forcedSkills ?? []).included;
+    return { row, dryRun: prepared.dryRun, finalContent: null, error: null, pendingToolCalls: [], appliedSkills };
   }
 
   /**
@@ -180,11 +203,6 @@ export class RunService {
       callOptions: prepared.loopInput.callOptions,
       appliedSkills: assembled.skills.included,
     };
-  }
-
-  /** Decides every pending call of a waiting run at once and drives the run on in this process (run-approvals.ts). */
-  resolveToolApproval(uuid: string, decisions: readonly ToolDecisionRequest[], caller: Caller): Promise<RunView> {
-    return this.approvals.resolve(uuid, decisions, caller);
   }
 
   /** Refuses the pending calls of runs whose approval timeout passed, and drives them on here; how many. */
@@ -220,7 +238,8 @@ export class RunService {
 /** The request as stored: only what a run needs to be prepared again. */
 function normalisedRequest(request: StartRunRequest): StartRunRequest {
   const copy: StartRunRequest = { configuration: request.configuration, prompt: request.prompt };
-  for (const key of ['tools', 'forcedSnippets', 'forcedSkills', 'systemPrompt', 'maxRounds', 'maxTokens', 'temperature', 'captureRaw', 'dryRun', 'stream', 'approvalRequired', 'approvalTimeoutSeconds', 'maxTotalTokens', 'maxCost', 'label', 'releaseId', 'responseFormat'] as const) {
+  // A conversation's history is not copied: the reference reads it again.
+  for (const key of ['tools', 'forcedSnippets', 'forcedSkills', 'systemPrompt', 'maxRounds', 'maxTokens', 'temperature', 'captureRaw', 'dryRun', 'stream', 'approvalRequired', 'approvalTimeoutSeconds', 'maxTotalTokens', 'maxCost', 'label', 'releaseId', 'responseFormat', 'outputSchema', 'task', 'conversation', 'sendOverBudget'] as const) {
     copyGiven(copy, request, key);
   }
   return copy;

@@ -246,7 +246,7 @@ class RunStepView implements RunStep {
 export class AgentRun {
   @Field(() => ID, { description: 'uuid' }) id!: string;
   @Field(() => RunStatus) status!: RunStatus;
-  @Field(() => String, { nullable: true, description: 'completed, max_iterations, context_truncated, cancelled, provider_failed, dry_run, interrupted, error' })
+  @Field(() => String, { nullable: true, description: 'completed, max_iterations, budget_exhausted, context_truncated, cancelled, provider_failed, dry_run, interrupted, invalid_output, error' })
   terminationReason!: string | null;
   @Field() dryRun!: boolean;
   @Field(() => String, { nullable: true }) configurationIdentifier!: string | null;

@@ -9,6 +9,8 @@ export abstract class AppError extends Error {
   constructor(
     message: string,
     readonly field?: string,
+    /** More `extensions` for the client (e.g. the `runId` a conflict is about); never secrets. */
+    readonly details?: Readonly<Record<string, string | number | boolean>>,
   ) {
     super(message);
     this.name = new.target.name;

@@ -201,9 +201,6 @@ export class SnippetService {
   }
 }
 
-/** The index of one request's active snippet rows is prompt/snippet-index's; runs still import it from here. */
-export { ActiveSnippetIndex } from '../prompt/snippet-index';
-
 export function filterByTag(rows: readonly PromptSnippetEntity[], tag: string): PromptSnippetEntity[] {
   const wanted = normalizeTag(tag);
   if (wanted === '') return [];

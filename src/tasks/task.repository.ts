@@ -5,6 +5,7 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { SkillEntity } from '../skills/skill.entity';
 import { TaskExtensionEntity } from './task-extension.entity';
+import { TaskReleaseEntity } from './task-release.entity';
 import { TaskSkillEntity } from './task-skill.entity';
 import { TaskEntity } from './task.entity';
 
@@ -84,6 +85,23 @@ export class TaskRepository {
     if (taskUids.length === 0) return new Map();
     const rows = await manager.getRepository(TaskExtensionEntity).createQueryBuilder('x').where('x.task_uid IN (:...uids)', { uids: [...new Set(taskUids)] }).getMany();
     return new Map(rows.map((row) => [row.taskUid, row]));
+  }
+
+  /** The newest release of the task under the label; null when it was never published. */
+  latestRelease(manager: EntityManager, taskUid: number, label: string): Promise<TaskReleaseEntity | null> {
+    return manager.getRepository(TaskReleaseEntity).findOne({ where: { taskUid, label }, order: { id: 'DESC' } });
+  }
+
+  insertRelease(manager: EntityManager, release: Omit<TaskReleaseEntity, 'id'>): Promise<TaskReleaseEntity> {
+    const repository = manager.getRepository(TaskReleaseEntity);
+    return repository.save(repository.create(release));
+  }
+
+  /** Live skills by uid, in the order of `uids`. */
+  async skillsByUids(uids: readonly number[]): Promise<SkillEntity[]> {
+    if (uids.length === 0) return [];
+    const rows = await this.dataSource.getRepository(SkillEntity).createQueryBuilder('s').where('s.uid IN (:...uids) AND s.deleted = 0', { uids: [...uids] }).getMany();
+    return uids.map((uid) => rows.find((row) => row.uid === uid)).filter((row): row is SkillEntity => row !== undefined);
   }
 
   async saveExtension(manager: EntityManager, taskUid: number, variables: string, outputSchema: string | null): Promise<void> {

@@ -1,10 +1,13 @@
-import { Arg, Authorized, Ctx, Int, Mutation, Query, Resolver } from 'type-graphql';
+import type { GraphQLResolveInfo } from 'graphql';
+import { Arg, Authorized, Ctx, FieldResolver, Info, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { DEFAULT_VERSION_PAGE, VERSIONS_DESCRIPTION, versionPage } from '../prompt-history/prompt-history.service';
+import { TaskVersion, toTaskVersion, toVersionDiff, VersionDiffView } from '../prompt-history/prompt-history.types';
 import { Role } from '../auth/roles';
 import type { GraphQLContext } from '../graphql/context';
 import { COMPOSED_PROMPT_COST } from '../graphql/query-limits';
 import { JSONScalar } from '../graphql/scalars';
 import { UnauthenticatedError } from '../shared/errors';
-import { CreateTaskInput, Task, TaskRender, toDeclaredVariables, toTask, toTaskRender, UpdateTaskInput } from './task.types';
+import { CreateTaskInput, RunTaskInput, Task, TaskRelease, TaskRender, TaskRun, toTaskReleaseView, toDeclaredVariables, toTask, toTaskRender, toTaskRun, UpdateTaskInput } from './task.types';
 
 @Resolver(() => Task)
 export class TaskResolver {
@@ -37,9 +40,56 @@ export class TaskResolver {
     @Arg('identifier', () => String) identifier: string,
     @Arg('input', () => String, { nullable: true, description: 'What `{{input}}` becomes.' }) input?: string | null,
     @Arg('variables', () => JSONScalar, { nullable: true, description: 'Named variables: an object of names and values.' }) variables?: unknown,
+    @Arg('label', () => String, { nullable: true, description: 'Render the task\'s release under this label, on the configuration\'s release of the same label.' }) label?: string | null,
   ): Promise<TaskRender> {
     if (!caller) throw new UnauthenticatedError('Authentication required');
-    return toTaskRender(await services.tasks.render(identifier, input, variables, caller));
+    return toTaskRender(await services.tasks.render(identifier, input, variables, caller, label ?? null));
+  }
+
+  @FieldResolver(() => [TaskVersion], { description: VERSIONS_DESCRIPTION })
+  async versions(
+    @Root() task: Task,
+    @Ctx() { loaders }: GraphQLContext,
+    @Info() info: GraphQLResolveInfo,
+    @Arg('limit', () => Int, { nullable: true, defaultValue: DEFAULT_VERSION_PAGE }) limit: number | null = DEFAULT_VERSION_PAGE,
+    @Arg('before', () => Int, { nullable: true, description: 'Only versions older than this one: the last version of the page before.' }) before: number | null = null,
+  ): Promise<TaskVersion[]> {
+    return loaders.viewsOf(await loaders.versionsFor(info.operation.operation).task.load({ uid: task.uid, page: versionPage(limit, before) }), toTaskVersion);
+  }
+
+  @Authorized(Role.VIEWER)
+  @Query(() => VersionDiffView, { description: 'Field-level and text diff (of the prompt template) between two versions of a task.' })
+  async taskVersionDiff(
+    @Ctx() { services }: GraphQLContext,
+    @Arg('uid', () => Int) uid: number,
+    @Arg('from', () => Int) from: number,
+    @Arg('to', () => Int) to: number,
+  ): Promise<VersionDiffView> {
+    return toVersionDiff(await services.history.diff('task', uid, from, to));
+  }
+
+  @Authorized(Role.EDITOR)
+  @Mutation(() => Task, { description: 'Writes a stored version\'s content back (the identifier stays); the result is a new version.' })
+  async restoreTask(@Ctx() { services, caller }: GraphQLContext, @Arg('uid', () => Int) uid: number, @Arg('version', () => Int) version: number): Promise<Task> {
+    return toTask(await services.tasks.restore(uid, version, caller?.name ?? null));
+  }
+
+  @Authorized(Role.EDITOR)
+  @Mutation(() => TaskRelease, {
+    description: 'Freezes the task (template, variables, schema, skills, configuration) under the label; runTask and renderTask with the label send it, on the configuration\'s release of the same label.',
+  })
+  async publishTask(@Ctx() { services, caller }: GraphQLContext, @Arg('identifier', () => String) identifier: string, @Arg('label', () => String) label: string): Promise<TaskRelease> {
+    return toTaskReleaseView(await services.tasks.publish(identifier, label, caller?.name ?? null));
+  }
+
+  @Authorized(Role.EDITOR)
+  @Mutation(() => TaskRun, {
+    description:
+      'Runs the task as a run like any other (traced, streamed, `run.finished`). A JSON task with an output schema has its answer validated on the server: one repair call, and the run ends FAILED `invalid_output` if it still fails. Counts against the startRun rate limit.',
+  })
+  async runTask(@Ctx() { services, caller, trace }: GraphQLContext, @Arg('input', () => RunTaskInput) input: RunTaskInput): Promise<TaskRun> {
+    if (!caller) throw new UnauthenticatedError('Authentication required');
+    return toTaskRun(await services.tasks.run(input, caller, { trace }));
   }
 
   @Authorized(Role.EDITOR)

@@ -6,7 +6,8 @@ import { RawJson } from '../graphql/raw-json';
 import { plainJsonText } from '../shared/php-json';
 import { fromUnix } from '../shared/time';
 import { taskVariablesOf, type DeclaredVariable, type VariableType, type VariableValue } from './task-rules';
-import type { RenderedTask, TaskRecord } from './task.service';
+import { AgentRun, toAgentRun } from '../runs';
+import type { RenderedTask, TaskRecord, TaskRelease as TaskReleaseRecord, TaskRunResult } from './task.service';
 
 @ObjectType({ simpleResolvers: true, description: 'A placeholder of the template: `input` (the task\'s input) or a named variable, declared or not (then a required string).' })
 export class TaskVariable {
@@ -117,6 +118,57 @@ export class UpdateTaskInput {
   @Field({ nullable: true }) isActive?: boolean;
   @Field({ nullable: true }) hidden?: boolean;
   @Field(() => Int, { nullable: true }) sorting?: number;
+}
+
+@InputType({ description: 'A task run: the task by identifier, its input and variables.' })
+export class RunTaskInput {
+  @Field({ description: 'The task identifier.' }) @MaxLength(100) task!: string;
+  @Field(() => String, { nullable: true, description: 'What `{{input}}` becomes.' }) input?: string | null;
+  @Field(() => JSONScalar, { nullable: true, description: 'Named variables: an object of names and values.' }) variables?: unknown;
+  @Field(() => String, { nullable: true, description: 'Run the configuration\'s release with this label.' }) label?: string | null;
+  @Field(() => Boolean, { nullable: true, defaultValue: true, description: 'Answer once the run ended (default); false: answer with the QUEUED run, to watch with runTrace.' }) wait?: boolean | null;
+}
+
+@ObjectType({ simpleResolvers: true, description: 'A task run and, once it ended, its answer.' })
+export class TaskRun {
+  @Field(() => AgentRun) run!: AgentRun;
+  @Field(() => Task) task!: Task;
+  @Field(() => String, { nullable: true, description: 'The answer as the model gave it; null while the run has not ended.' }) content!: string | null;
+  @Field() outputFormat!: string;
+  @Field(() => JSONScalar, { nullable: true, description: 'A JSON task: the parsed answer (with a schema, only a valid one); null otherwise.' }) output!: unknown;
+  @Field(() => Boolean, { nullable: true, description: 'A JSON task: whether the answer is JSON (matching the schema, when there is one); null for other tasks or while running.' }) outputValid!: boolean | null;
+  @Field(() => String, { nullable: true, description: 'The answer that still failed the schema after the repair call (the run ended `invalid_output`).' }) rawOutput!: string | null;
+  @Extensions(EMBEDDED_LIST)
+  @Field(() => [String]) appliedSkills!: string[];
+  @Field(() => Int, { description: 'Model calls: 1, or 2 when the answer was repaired; 0 while not waited for.' }) attempts!: number;
+}
+
+export function toTaskRun(result: TaskRunResult): TaskRun {
+  return {
+    run: toAgentRun(result.run),
+    task: toTask(result.task),
+    content: result.content,
+    outputFormat: result.task.row.outputFormat,
+    output: result.output,
+    outputValid: result.outputValid,
+    rawOutput: result.rawOutput,
+    appliedSkills: result.appliedSkills,
+    attempts: result.attempts,
+  };
+}
+
+@ObjectType({ simpleResolvers: true, description: 'A task frozen under a label (publishTask).' })
+export class TaskRelease {
+  @Field(() => Int) id!: number;
+  @Field({ description: 'The task identifier.' }) task!: string;
+  @Field() label!: string;
+  @Field(() => Int, { description: 'The task version it froze.' }) version!: number;
+  @Field(() => String, { nullable: true }) author!: string | null;
+  @Field(() => DateTimeScalar) createdAt!: Date;
+}
+
+export function toTaskReleaseView(release: TaskReleaseRecord): TaskRelease {
+  return { ...release, createdAt: fromUnix(release.createdAt) };
 }
 
 @ObjectType({ simpleResolvers: true })

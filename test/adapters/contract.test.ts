@@ -77,8 +77,12 @@ describe.each(KITS)('$name adapter contract', (kit) => {
     });
   }
 
-  /** Invented ids must look random; they are then replaced so results compare with the fixtures. */
-  function comparable(result: ChatResult): ChatResult {
+  /**
+   * Invented ids must look random; they are then replaced so results compare with the fixtures.
+   * The reported model is compared on its own (below), not with every fixture.
+   */
+  function comparable(reported: ChatResult): ChatResult {
+    const { model: _model, ...result } = reported;
     if (!kit.inventsIds) return result;
     return {
       ...result,
@@ -113,6 +117,18 @@ describe.each(KITS)('$name adapter contract', (kit) => {
       }
       expect(warn).toHaveBeenCalledTimes(7 * (scenario.skipped ?? 0));
     });
+  });
+
+  it('reports the model the provider names in its answer, where its wire format carries one (OpenAI-compatible)', async () => {
+    const named = (kit.scenarios.text.body as { model?: unknown }).model;
+    server.enqueue({ body: JSON.stringify(kit.scenarios.text.body) });
+    server.enqueue({ body: kit.scenarios.text.stream, headers: { 'content-type': kit.streamContentType } });
+    const plain = await adapter().chat(baseRequest());
+    const streamed = doneResult(await collect(adapter().stream(baseRequest())));
+    const expected = kit === openAiKit && typeof named === 'string' ? named : undefined;
+    if (kit === openAiKit) expect(expected).toBeDefined();
+    expect(plain.model).toBe(expected);
+    expect(streamed.model).toBe(expected);
   });
 
   it('posts to the documented path with the key in the documented header', async () => {

@@ -423,3 +423,44 @@ describe('endpoints', () => {
     expect(seen[0]?.get('authorization')).toBe(`Bearer ${API_KEY}`);
   });
 });
+
+describe('JSON output (nr_llm\'s response_format "json", a task\'s response_schema)', () => {
+  const schema = { type: 'object', required: ['a'] };
+  const jsonRequest = (withSchema: boolean): ChatRequest => {
+    const request = baseRequest();
+    request.options = { ...request.options, response_format: 'json', ...(withSchema ? { response_schema: schema } : {}) };
+    return request;
+  };
+
+  it('OpenAI-compatible: json_object, or json_schema with the schema', async () => {
+    expect((await send(openAiKit, jsonRequest(false))).body.response_format).toEqual({ type: 'json_object' });
+    const { body, result } = await send(openAiKit, jsonRequest(true));
+    expect(body.response_format).toEqual({ type: 'json_schema', json_schema: { name: 'output', schema } });
+    expect(body.response_schema).toBeUndefined();
+    expect(result.warnings).toEqual([]);
+  });
+
+  it('an object response_format from a configuration\'s options still passes as it is', async () => {
+    const request = baseRequest();
+    request.options = { ...request.options, response_format: { type: 'json_object' } };
+    expect((await send(openAiKit, request)).body.response_format).toEqual({ type: 'json_object' });
+  });
+
+  it('Ollama: format "json", or the schema', async () => {
+    expect((await send(ollamaKit, jsonRequest(false))).body.format).toBe('json');
+    expect((await send(ollamaKit, jsonRequest(true))).body.format).toEqual(schema);
+  });
+
+  it('Gemini: responseMimeType application/json, with responseJsonSchema', async () => {
+    expect((await send(geminiKit, jsonRequest(false))).body.generationConfig).toMatchObject({ responseMimeType: 'application/json' });
+    expect((await send(geminiKit, jsonRequest(true))).body.generationConfig).toMatchObject({ responseMimeType: 'application/json', responseJsonSchema: schema });
+  });
+
+  it('Anthropic has no JSON mode: nothing is added and nothing warned (the prompt asks for JSON)', async () => {
+    const { body, result } = await send(anthropicKit, jsonRequest(true));
+    expect(body.response_format).toBeUndefined();
+    expect(body.response_schema).toBeUndefined();
+    expect(result.warnings).toEqual([]);
+  });
+});
+

@@ -13,11 +13,11 @@ import type { DataSource } from 'typeorm';
 import { createDataSource } from '../../src/db/data-source';
 import type { LoopStep } from '../../src/runs/engine/loop-step';
 import { LeaseLostError, RunStore } from '../../src/runs/run-store';
-import { createTestDatabase, testDialects, type TestDatabase } from '../support/databases';
-import { startServerProcess, type ServerProcess } from '../support/server-process';
-import { ADMIN_TOKEN } from '../support/server';
+import { testDialects } from '../support/databases';
+import { Instances, waitForRunEnd } from '../support/instances';
+import type { ServerProcess } from '../support/server-process';
 import { expectWellFormedTrace, uniqueIdentifier } from '../runs/run-kit';
-import { ScriptedProvider, gate } from '../runs/scripted-provider';
+import { gate } from '../runs/scripted-provider';
 
 const CLAIMERS = 8;
 const RUNS = 40;
@@ -40,17 +40,16 @@ function shuffled<T>(items: readonly T[]): T[] {
 }
 
 describe.each(testDialects)('claiming orphaned runs, raced by several instances (%s)', (dialect) => {
-  let database: TestDatabase | null = null;
+  const suite = new Instances(dialect);
   const sources: DataSource[] = [];
 
   afterEach(async () => {
     await Promise.all(sources.splice(0).map((source) => source.destroy()));
-    await database?.drop();
-    database = null;
+    await suite.stop();
   }, 60_000);
 
   test(`${CLAIMERS} claimers race for ${RUNS} orphaned runs in three lease epochs: one owner per run and epoch, requeue_count = epochs, a former owner's writes are refused`, async () => {
-    database = await createTestDatabase(dialect);
+    const database = await suite.database();
     for (let k = 0; k < CLAIMERS; k += 1) {
       const { dataSource } = await createDataSource({ database: database.config, schemaMode: 'own' });
       if (k === 0) await dataSource.runMigrations({ transaction: 'each' });
@@ -75,11 +74,11 @@ describe.each(testDialects)('claiming orphaned runs, raced by several instances 
     expect(await stores[1]!.claimOrphan(waiting.uid, instances[1]!, LEASE_SECONDS)).toBe(false);
 
     const ownerOf = async (): Promise<Map<number, string>> => {
-      const rows = (await database!.query('SELECT run_uid AS run, instance_id AS owner FROM promptwire_run_lease')) as { run: number | string; owner: string }[];
+      const rows = (await database.query('SELECT run_uid AS run, instance_id AS owner FROM promptwire_run_lease')) as { run: number | string; owner: string }[];
       return new Map(rows.map((row) => [Number(row.run), row.owner]));
     };
     const requeueCounts = async (): Promise<number[]> => {
-      const rows = (await database!.query('SELECT requeue_count AS n FROM promptwire_run_request WHERE run_uid <> ? ORDER BY run_uid', [waiting.uid])) as { n: number | string }[];
+      const rows = (await database.query('SELECT requeue_count AS n FROM promptwire_run_request WHERE run_uid <> ? ORDER BY run_uid', [waiting.uid])) as { n: number | string }[];
       return rows.map((row) => Number(row.n));
     };
 
@@ -133,32 +132,17 @@ const redisUrl = process.env.TEST_REDIS_URL;
 // Real processes on MySQL + Redis only (CI requires every test named for MySQL to run, so it is not defined otherwise).
 if (testDialects.includes('mysql')) describe('taking over the runs of a killed instance (mysql)', () => {
   const dialect = 'mysql' as const;
-  const servers: ServerProcess[] = [];
-  let provider: ScriptedProvider | null = null;
-  let database: TestDatabase | null = null;
-
-  afterEach(async () => {
-    await Promise.all(servers.splice(0).map((server) => server.stop()));
-    await provider?.close();
-    provider = null;
-    await database?.drop();
-    database = null;
-  }, 60_000);
+  const instances = new Instances(dialect);
+  afterEach(() => instances.stop(), 60_000);
 
   (redisUrl ? test : test.skip)('three live instances on MySQL + Redis race for the runs of a fourth killed mid-call: each run is taken over once and finished once', async () => {
-    database = await createTestDatabase(dialect);
-    provider = await ScriptedProvider.start();
+    const database = await instances.database();
+    const provider = await instances.provider();
     const env = { RUN_LEASE_SECONDS: '3', REDIS_URL: redisUrl!, RATE_LIMIT_START_RUN: '0' };
-    const owner = await startServerProcess(database, env);
-    servers.push(owner);
-    const survivors = await Promise.all([0, 1, 2].map(() => startServerProcess(database!, { ...env, RUN_MIGRATIONS: 'false' })));
-    servers.push(...survivors);
+    const owner = await instances.start(env);
+    const survivors = await Promise.all([0, 1, 2].map(() => instances.start({ ...env, RUN_MIGRATIONS: 'false' })));
 
-    const ok = async <T>(server: ServerProcess, query: string, variables?: Record<string, unknown>): Promise<T> => {
-      const result = await server.gql<T>(query, variables, ADMIN_TOKEN);
-      if (result.errors?.length || !result.data) throw new Error(`GraphQL errors: ${JSON.stringify(result.errors)}`);
-      return result.data;
-    };
+    const ok = <T>(server: ServerProcess, query: string, variables?: Record<string, unknown>): Promise<T> => server.ok<T>(query, variables);
     const providerId = uniqueIdentifier('prov');
     const modelId = uniqueIdentifier('model');
     const configuration = uniqueIdentifier('conf');
@@ -182,21 +166,10 @@ if (testDialects.includes('mysql')) describe('taking over the runs of a killed i
     await provider.waitForRequest(count);
     await owner.kill();
 
-    const query = 'query($id: ID!) { run(id: $id) { status terminationReason finalContent steps { sequence kind round resentAfterTakeover } } }';
+    const fields = 'status terminationReason finalContent steps { sequence kind round resentAfterTakeover }';
     type Run = { status: string; terminationReason: string | null; finalContent: string | null; steps: { sequence: number; kind: string; round: number; resentAfterTakeover: boolean | null }[] };
     const finished: Run[] = [];
-    for (const [i, id] of ids.entries()) {
-      const deadline = Date.now() + 60_000;
-      for (;;) {
-        const run = (await ok<{ run: Run }>(survivors[i % 3]!, query, { id })).run;
-        if (!['QUEUED', 'RUNNING'].includes(run.status)) {
-          finished.push(run);
-          break;
-        }
-        if (Date.now() > deadline) throw new Error(`run ${id} still ${run.status}`);
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-    }
+    for (const [i, id] of ids.entries()) finished.push(await waitForRunEnd<Run>(survivors[i % 3]!, id, fields, 60_000));
     for (const run of finished) {
       expect(run).toMatchObject({ status: 'COMPLETED', terminationReason: 'completed', finalContent: 'Finished after the takeover.' });
       expectWellFormedTrace(run.steps);

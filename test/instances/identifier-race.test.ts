@@ -3,8 +3,9 @@
  * renaming to the same identifier at the same moment leaves exactly one
  * non-deleted row with it; the other request is CONFLICT.
  */
-import { createTestDatabase, testDialects, type TestDatabase } from '../support/databases';
-import { startServerProcess, type ServerProcess } from '../support/server-process';
+import { testDialects, type TestDatabase } from '../support/databases';
+import { Instances } from '../support/instances';
+import type { ServerProcess } from '../support/server-process';
 
 jest.setTimeout(120_000);
 
@@ -26,23 +27,21 @@ function expectOneWinner(results: Result[], mutation: string, dialect: string): 
 }
 
 describe.each(testDialects)('identifiers stay unique across two instances (%s)', (dialect) => {
+  const instances = new Instances(dialect);
   let database: TestDatabase;
   let first: ServerProcess;
   let second: ServerProcess;
 
   beforeAll(async () => {
-    database = await createTestDatabase(dialect);
+    database = await instances.database();
     // This suite is about uniqueness, not waiting: on a loaded machine a writer may wait long for SQLite's
     // write lock, and the retryable refusal after SQLITE_LOCK_WAIT_MS is tested elsewhere (sqlite-write-lock).
     const patient = { SQLITE_LOCK_WAIT_MS: '60000', SQLITE_BUSY_TIMEOUT_MS: '5000' };
-    first = await startServerProcess(database, patient);
+    first = await instances.start(patient);
     // The second instance starts after the first has applied the migrations.
-    second = await startServerProcess(database, { ...patient, RUN_MIGRATIONS: 'false' });
+    second = await instances.start({ ...patient, RUN_MIGRATIONS: 'false' });
   });
-  afterAll(async () => {
-    await Promise.all([first?.stop(), second?.stop()]);
-    await database?.drop();
-  });
+  afterAll(() => instances.stop());
 
   async function liveCount(table: string, identifier: string): Promise<number> {
     const rows = (await database.query(`SELECT COUNT(*) AS n FROM ${table} WHERE identifier = ? AND deleted = 0`, [identifier])) as { n: number | string }[];

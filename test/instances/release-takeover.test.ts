@@ -4,10 +4,10 @@
  * sends the same frozen release, although the snippet and the configuration
  * were edited and the label was moved meanwhile.
  */
-import { createTestDatabase, testDialects, type TestDatabase } from '../support/databases';
-import { startServerProcess, type ServerProcess } from '../support/server-process';
+import { testDialects } from '../support/databases';
+import { Instances, waitForRunEnd } from '../support/instances';
 import { uniqueIdentifier } from '../runs/run-kit';
-import { ScriptedProvider, gate } from '../runs/scripted-provider';
+import { gate } from '../runs/scripted-provider';
 
 const LEASE = { RUN_LEASE_SECONDS: '3' };
 
@@ -20,37 +20,16 @@ interface RunView {
   steps: { sequence: number; kind: string; messagesSent: { role: string; content: string | null }[] | null }[];
 }
 
-async function waitForEnd(server: ServerProcess, id: string, timeoutMs = 30_000): Promise<RunView> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const { run } = await server.ok<{ run: RunView }>(
-      'query($id: ID!) { run(id: $id) { status finalContent releaseLabel release { id } snippetVersions { identifier version } steps { sequence kind messagesSent { role content } } } }',
-      { id },
-    );
-    if (['COMPLETED', 'FAILED', 'CANCELLED'].includes(run.status)) return run;
-    if (Date.now() > deadline) throw new Error(`run ${id} still ${run.status}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+const RUN = 'status finalContent releaseLabel release { id } snippetVersions { identifier version } steps { sequence kind messagesSent { role content } }';
 
 describe.each(testDialects)('a release run taken over after a crash (%s)', (dialect) => {
-  let database: TestDatabase | null = null;
-  const servers: ServerProcess[] = [];
-  const providers: ScriptedProvider[] = [];
-
-  afterEach(async () => {
-    await Promise.all(servers.splice(0).map((server) => server.stop()));
-    await Promise.all(providers.splice(0).map((provider) => provider.close()));
-    await database?.drop();
-    database = null;
-  }, 60_000);
+  const instances = new Instances(dialect);
+  afterEach(() => instances.stop(), 60_000);
 
   test('the restarted service sends the frozen release again, not what was edited or published since', async () => {
-    database = await createTestDatabase(dialect);
-    const provider = await ScriptedProvider.start();
-    providers.push(provider);
-    const first = await startServerProcess(database, LEASE);
-    servers.push(first);
+    const database = await instances.database();
+    const provider = await instances.provider();
+    const first = await instances.start(LEASE);
 
     const tag = uniqueIdentifier('tone');
     const providerId = uniqueIdentifier('prov');
@@ -87,9 +66,8 @@ describe.each(testDialects)('a release run taken over after a crash (%s)', (dial
     expect(moved.id).not.toBe(release.id);
     await first.kill();
 
-    const second = await startServerProcess(database, { ...LEASE, RUN_MIGRATIONS: 'false' });
-    servers.push(second);
-    const run = await waitForEnd(second, started.startRun.id);
+    const second = await instances.start({ ...LEASE, RUN_MIGRATIONS: 'false' });
+    const run = await waitForRunEnd<RunView>(second, started.startRun.id, RUN);
     expect(run).toMatchObject({ status: 'COMPLETED', finalContent: 'Finished after the restart.', releaseLabel: 'production', release: { id: release.id } });
     expect(run.snippetVersions).toEqual([{ identifier: snippet.identifier, version: 1 }]);
     expect(provider.requests).toHaveLength(2);

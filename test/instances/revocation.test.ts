@@ -5,10 +5,11 @@
  * through Redis, on every other instance on the same database — two real
  * processes sharing MySQL and Redis.
  */
-import { createTestDatabase, testDialects, type TestDatabase } from '../support/databases';
+import { testDialects } from '../support/databases';
+import { Instances } from '../support/instances';
 import { RawGraphQLSocket } from '../support/raw-graphql-ws';
 import { collect, startTestServer, type TestServer } from '../support/server';
-import { startServerProcess, type ServerProcess } from '../support/server-process';
+import type { ServerProcess } from '../support/server-process';
 import { RunKit } from '../runs/run-kit';
 
 jest.setTimeout(120_000);
@@ -71,20 +72,16 @@ describe.each(testDialects)('revocation on one instance (%s)', (dialect) => {
 const twoInstances = process.env.TEST_REDIS_URL && testDialects.includes('mysql') ? describe : describe.skip;
 
 twoInstances('revocation across two instances (MySQL + Redis)', () => {
-  let database: TestDatabase;
+  const instances = new Instances('mysql');
   let first: ServerProcess;
   let second: ServerProcess;
 
   beforeAll(async () => {
-    database = await createTestDatabase('mysql');
     const env = { REDIS_URL: process.env.TEST_REDIS_URL! };
-    first = await startServerProcess(database, env);
-    second = await startServerProcess(database, { ...env, RUN_MIGRATIONS: 'false' });
+    first = await instances.start(env);
+    second = await instances.start({ ...env, RUN_MIGRATIONS: 'false' });
   });
-  afterAll(async () => {
-    await Promise.all([first?.stop(), second?.stop()]);
-    await database?.drop();
-  });
+  afterAll(() => instances.stop());
 
   it('a token revoked on one instance stops working on the other at once: its sockets close with 4403, HTTP refuses it', async () => {
     const created = await first.gql<{ createApiToken: CreatedToken }>(CREATE, { name: 'revocable elsewhere', role: 'EDITOR' });

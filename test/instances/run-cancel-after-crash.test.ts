@@ -9,13 +9,11 @@
  * the run will end CANCELLED, and it does: by the owner when it goes on, or
  * by the instance that takes the run over if the owner dies first.
  */
-import { createClient, type Client } from 'graphql-ws';
-import WebSocket from 'ws';
-import { createTestDatabase, testDialects, type TestDatabase } from '../support/databases';
-import { startServerProcess, type ServerProcess } from '../support/server-process';
-import { ADMIN_TOKEN } from '../support/server';
+import { testDialects } from '../support/databases';
+import { Instances, waitForRunEnd, waitUntil, watchTrace } from '../support/instances';
+import type { ServerProcess } from '../support/server-process';
 import { createScriptedConfiguration, expectWellFormedTrace } from '../runs/run-kit';
-import { ScriptedProvider, gate, withTimeout } from '../runs/scripted-provider';
+import { gate, withTimeout, type ScriptedProvider } from '../runs/scripted-provider';
 
 const redisUrl = process.env.TEST_REDIS_URL?.trim() || null;
 /** Long enough that no takeover happens while a test cancels (the dead instance's lease stays live). */
@@ -31,7 +29,6 @@ interface Step {
 }
 const STEP = 'sequence kind round status terminationReason';
 
-
 /** A run whose first provider call is never answered; resolves once that call is in flight. */
 async function startHeldRun(server: ServerProcess, provider: ScriptedProvider): Promise<string> {
   const configuration = await createScriptedConfiguration(server, provider);
@@ -41,38 +38,20 @@ async function startHeldRun(server: ServerProcess, provider: ScriptedProvider): 
   return started.startRun.id;
 }
 
-async function runOf(server: ServerProcess, id: string): Promise<{ status: string; terminationReason: string | null; steps: Step[] }> {
-  const data = await server.ok<{ run: { status: string; terminationReason: string | null; steps: Step[] } }>(`query($id: ID!) { run(id: $id) { status terminationReason steps { ${STEP} } } }`, { id });
-  return data.run;
+type Run = { status: string; terminationReason: string | null; steps: Step[] };
+const RUN = `status terminationReason steps { ${STEP} }`;
+
+async function runOf(server: ServerProcess, id: string): Promise<Run> {
+  return (await server.ok<{ run: Run }>(`query($id: ID!) { run(id: $id) { ${RUN} } }`, { id })).run;
 }
 
-async function waitForEnd(server: ServerProcess, id: string, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const run = await runOf(server, id);
-    if (['COMPLETED', 'FAILED', 'CANCELLED'].includes(run.status)) return run;
-    if (Date.now() > deadline) throw new Error(`run ${id} still ${run.status}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
-function watch(url: string, id: string): { client: Client; steps: Step[]; done: Promise<void> } {
-  const client = createClient({ url: url.replace(/^http/, 'ws'), webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${ADMIN_TOKEN}` }, retryAttempts: 0 });
-  const steps: Step[] = [];
-  const done = new Promise<void>((resolve) => {
-    client.subscribe<{ runTrace: Step }>(
-      { query: `subscription($id: ID!) { runTrace(runId: $id) { ${STEP} } }`, variables: { id } },
-      { next: (value) => value.data && steps.push(value.data.runTrace), error: () => resolve(), complete: () => resolve() },
-    );
-  });
-  return { client, steps, done };
-}
+const waitForEnd = (server: ServerProcess, id: string, timeoutMs?: number) => waitForRunEnd<Run>(server, id, RUN, timeoutMs);
 
 /** Cancels through `server` and checks what a client must get: CANCELLED, within 2 s, with its END stored and watched. */
 async function expectCancelledAtOnce(server: ServerProcess, provider: ScriptedProvider, id: string): Promise<void> {
-  const watcher = watch(server.url, id);
+  const watcher = watchTrace<Step>(server.url, id, STEP);
   // The watcher has read the stored steps before the cancel.
-  await withTimeout((async () => { while (watcher.steps.length < 2) await new Promise((resolve) => setTimeout(resolve, 20)); })(), 10_000, 'the watcher did not read the stored steps');
+  await waitUntil(() => watcher.steps.length >= 2, { timeoutMs: 10_000, intervalMs: 20, what: 'the watcher reading the stored steps' });
   const begun = Date.now();
   const answer = await server.gql<{ cancelRun: { status: string; terminationReason: string | null } }>(CANCEL, { id });
   const took = Date.now() - begun;
@@ -96,59 +75,36 @@ async function expectCancelledAtOnce(server: ServerProcess, provider: ScriptedPr
 }
 
 describe.each(testDialects)('cancelRun of a run whose instance was killed (%s)', (dialect) => {
-  let database: TestDatabase | null = null;
-  const servers: ServerProcess[] = [];
-  const providers: ScriptedProvider[] = [];
-
-  afterEach(async () => {
-    await Promise.all(servers.splice(0).map((server) => server.stop()));
-    await Promise.all(providers.splice(0).map((provider) => provider.close()));
-    await database?.drop();
-    database = null;
-  }, 60_000);
-
-  async function start(env: Record<string, string>): Promise<ServerProcess> {
-    const server = await startServerProcess(database!, env);
-    servers.push(server);
-    return server;
-  }
-
-  async function scriptedProvider(): Promise<ScriptedProvider> {
-    const provider = await ScriptedProvider.start();
-    providers.push(provider);
-    return provider;
-  }
+  const instances = new Instances(dialect);
+  afterEach(() => instances.stop(), 60_000);
 
   test('right after a restart on the same database: CANCELLED within 2 s, END stored and seen by a watcher, nothing sent again', async () => {
-    database = await createTestDatabase(dialect);
-    const provider = await scriptedProvider();
-    const first = await start(LONG_LEASE);
+    const provider = await instances.provider();
+    const first = await instances.start(LONG_LEASE);
     const id = await startHeldRun(first, provider);
     await first.kill();
 
-    const second = await start({ ...LONG_LEASE, RUN_MIGRATIONS: 'false' });
+    const second = await instances.start({ ...LONG_LEASE, RUN_MIGRATIONS: 'false' });
     await expectCancelledAtOnce(second, provider, id);
   }, 90_000);
 
   // Two live processes on one database: MySQL with Redis, as several instances run (defined there alone).
   if (dialect === 'mysql') {
     (redisUrl ? test : test.skip)('on another instance (mysql + Redis), before its takeover: CANCELLED within 2 s, END stored and seen by a watcher', async () => {
-      database = await createTestDatabase(dialect);
-      const provider = await scriptedProvider();
+        const provider = await instances.provider();
       const env = { ...LONG_LEASE, REDIS_URL: redisUrl! };
-      const owner = await start(env);
-      const other = await start({ ...env, RUN_MIGRATIONS: 'false' });
+      const owner = await instances.start(env);
+      const other = await instances.start({ ...env, RUN_MIGRATIONS: 'false' });
       const id = await startHeldRun(owner, provider);
       await owner.kill();
       await expectCancelledAtOnce(other, provider, id);
     }, 90_000);
 
     (redisUrl ? test : test.skip)('an owner that is alive but frozen (mysql + Redis): a CONFLICT within 2 s saying the run will end CANCELLED; it does once the owner goes on', async () => {
-      database = await createTestDatabase(dialect);
-      const provider = await scriptedProvider();
+        const provider = await instances.provider();
       const env = { ...LONG_LEASE, REDIS_URL: redisUrl! };
-      const owner = await start(env);
-      const other = await start({ ...env, RUN_MIGRATIONS: 'false' });
+      const owner = await instances.start(env);
+      const other = await instances.start({ ...env, RUN_MIGRATIONS: 'false' });
       const id = await startHeldRun(owner, provider);
       owner.pause();
       try {
@@ -168,11 +124,10 @@ describe.each(testDialects)('cancelRun of a run whose instance was killed (%s)',
     }, 90_000);
 
     (redisUrl ? test : test.skip)('an owner asked to cancel that dies before it could (mysql + Redis): the instance that takes the run over ends it CANCELLED, not sends it again', async () => {
-      database = await createTestDatabase(dialect);
-      const provider = await scriptedProvider();
+        const provider = await instances.provider();
       const env = { RUN_LEASE_SECONDS: '6', REDIS_URL: redisUrl! };
-      const owner = await start(env);
-      const other = await start({ ...env, RUN_MIGRATIONS: 'false' });
+      const owner = await instances.start(env);
+      const other = await instances.start({ ...env, RUN_MIGRATIONS: 'false' });
       const id = await startHeldRun(owner, provider);
       owner.pause();
       const answer = await other.gql(CANCEL, { id });

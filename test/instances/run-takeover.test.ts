@@ -6,13 +6,11 @@
  * no step lost, none repeated, and a watcher that resubscribes from its last
  * sequence sees the rest exactly once.
  */
-import { createClient, type Client } from 'graphql-ws';
-import WebSocket from 'ws';
-import { createTestDatabase, testDialects, type TestDatabase } from '../support/databases';
-import { startServerProcess, type ServerProcess } from '../support/server-process';
-import { ADMIN_TOKEN } from '../support/server';
+import { testDialects } from '../support/databases';
+import { Instances, waitForRunEnd, waitUntil, watchTrace } from '../support/instances';
+import type { ServerProcess } from '../support/server-process';
 import { createScriptedConfiguration, expectWellFormedTrace } from '../runs/run-kit';
-import { ScriptedProvider, gate, withTimeout } from '../runs/scripted-provider';
+import { gate, withTimeout } from '../runs/scripted-provider';
 
 const LEASE = { RUN_LEASE_SECONDS: '3' };
 const redisUrl = process.env.TEST_REDIS_URL;
@@ -29,24 +27,14 @@ interface Step {
 
 const STEP = 'sequence kind round toolResult status terminationReason resentAfterTakeover';
 
+type Run = { status: string; terminationReason: string | null; finalContent: string | null; steps: Step[] };
+const RUN = `status terminationReason finalContent steps { ${STEP} }`;
 
-async function runOf(server: ServerProcess, id: string): Promise<{ status: string; terminationReason: string | null; finalContent: string | null; steps: Step[] }> {
-  const data = await server.ok<{ run: { status: string; terminationReason: string | null; finalContent: string | null; steps: Step[] } }>(
-    `query($id: ID!) { run(id: $id) { status terminationReason finalContent steps { ${STEP} } } }`,
-    { id },
-  );
-  return data.run;
+async function runOf(server: ServerProcess, id: string): Promise<Run> {
+  return (await server.ok<{ run: Run }>(`query($id: ID!) { run(id: $id) { ${RUN} } }`, { id })).run;
 }
 
-async function waitForEnd(server: ServerProcess, id: string, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const run = await runOf(server, id);
-    if (['COMPLETED', 'FAILED', 'CANCELLED'].includes(run.status)) return run;
-    if (Date.now() > deadline) throw new Error(`run ${id} still ${run.status}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+const waitForEnd = (server: ServerProcess, id: string) => waitForRunEnd<Run>(server, id, RUN);
 
 /** One continuous trace of a one-call run taken over mid-call: the call in flight is made again, its CONTEXT and REQUEST are not stored twice, and its answer says it was sent again. */
 function expectOneCallMadeAgain(steps: Step[]): void {
@@ -59,36 +47,15 @@ function expectOneCallMadeAgain(steps: Step[]): void {
   ]);
 }
 
-function watch(url: string, id: string, afterSequence: number): { client: Client; steps: Step[]; done: Promise<void> } {
-  const client = createClient({ url: url.replace(/^http/, 'ws'), webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${ADMIN_TOKEN}` }, retryAttempts: 0 });
-  const steps: Step[] = [];
-  const done = new Promise<void>((resolve) => {
-    client.subscribe<{ runTrace: Step }>(
-      { query: `subscription($id: ID!, $after: Int) { runTrace(runId: $id, afterSequence: $after) { ${STEP} } }`, variables: { id, after: afterSequence } },
-      { next: (value) => value.data && steps.push(value.data.runTrace), error: () => resolve(), complete: () => resolve() },
-    );
-  });
-  return { client, steps, done };
-}
+const watch = (url: string, id: string, afterSequence: number) => watchTrace<Step>(url, id, STEP, afterSequence);
 
 describe.each(testDialects)('run takeover after a crash (%s)', (dialect) => {
-  let database: TestDatabase | null = null;
-  const servers: ServerProcess[] = [];
-  const providers: ScriptedProvider[] = [];
-
-  afterEach(async () => {
-    await Promise.all(servers.splice(0).map((server) => server.stop()));
-    await Promise.all(providers.splice(0).map((provider) => provider.close()));
-    await database?.drop();
-    database = null;
-  }, 60_000);
+  const instances = new Instances(dialect);
+  afterEach(() => instances.stop(), 60_000);
 
   test('a process killed mid-call: the restarted service makes the call again and finishes the run, gap-free', async () => {
-    database = await createTestDatabase(dialect);
-    const provider = await ScriptedProvider.start();
-    providers.push(provider);
-    const first = await startServerProcess(database, LEASE);
-    servers.push(first);
+    const provider = await instances.provider();
+    const first = await instances.start(LEASE);
     const configuration = await createScriptedConfiguration(first, provider);
     provider.script(
       { text: 'never sent', gate: gate().promise },
@@ -99,8 +66,7 @@ describe.each(testDialects)('run takeover after a crash (%s)', (dialect) => {
     await provider.waitForRequest(1);
     await first.kill();
 
-    const second = await startServerProcess(database, { ...LEASE, RUN_MIGRATIONS: 'false' });
-    servers.push(second);
+    const second = await instances.start({ ...LEASE, RUN_MIGRATIONS: 'false' });
     const run = await waitForEnd(second, id);
     expect(run).toMatchObject({ status: 'COMPLETED', terminationReason: 'completed', finalContent: 'Finished after the restart.' });
     expectOneCallMadeAgain(run.steps);
@@ -111,13 +77,9 @@ describe.each(testDialects)('run takeover after a crash (%s)', (dialect) => {
 
   // Two live processes on one database: MySQL only (defined there alone, so nothing is listed as skipped).
   if (dialect === 'mysql') test('an owner frozen past its lease (mysql): another instance finishes the run; the owner, let go, writes nothing more and calls no provider', async () => {
-    database = await createTestDatabase(dialect);
-    const provider = await ScriptedProvider.start();
-    providers.push(provider);
-    const owner = await startServerProcess(database, { ...LEASE, LOG_LEVEL: 'warn' });
-    servers.push(owner);
-    const survivor = await startServerProcess(database, { ...LEASE, RUN_MIGRATIONS: 'false' });
-    servers.push(survivor);
+    const provider = await instances.provider();
+    const owner = await instances.start({ ...LEASE, LOG_LEVEL: 'warn' });
+    const survivor = await instances.start({ ...LEASE, RUN_MIGRATIONS: 'false' });
     const configuration = await createScriptedConfiguration(owner, provider);
     const late = gate();
     provider.script(
@@ -136,13 +98,7 @@ describe.each(testDialects)('run takeover after a crash (%s)', (dialect) => {
     } finally {
       owner.resume();
     }
-    await withTimeout(
-      (async () => {
-        while (!owner.output().includes('another instance took the run over')) await new Promise((resolve) => setTimeout(resolve, 50));
-      })(),
-      20_000,
-      'the owner, let go, did not notice that its run was taken over',
-    );
+    await waitUntil(() => owner.output().includes('another instance took the run over'), { timeoutMs: 20_000, intervalMs: 50, what: 'the owner, let go, noticing that its run was taken over' });
     // The fence held: the trace is the survivor's alone, one END, and the owner sent nothing more.
     const run = await runOf(survivor, id);
     expectOneCallMadeAgain(run.steps);
@@ -152,14 +108,10 @@ describe.each(testDialects)('run takeover after a crash (%s)', (dialect) => {
 
   // Defined for MySQL only (on SQLite it would only be listed as skipped under a MySQL name).
   if (dialect === 'mysql') (redisUrl ? test : test.skip)('two instances on MySQL + Redis: the owner is killed mid-call, the other finishes the run; a watcher resubscribing from its last sequence sees the rest exactly once', async () => {
-    database = await createTestDatabase(dialect);
-    const provider = await ScriptedProvider.start();
-    providers.push(provider);
+    const provider = await instances.provider();
     const env = { ...LEASE, REDIS_URL: redisUrl! };
-    const owner = await startServerProcess(database, env);
-    servers.push(owner);
-    const survivor = await startServerProcess(database, { ...env, RUN_MIGRATIONS: 'false' });
-    servers.push(survivor);
+    const owner = await instances.start(env);
+    const survivor = await instances.start({ ...env, RUN_MIGRATIONS: 'false' });
     const configuration = await createScriptedConfiguration(owner, provider);
     provider.script(
       { toolCalls: [{ id: 'call_1', name: 'calculator', arguments: { expression: '6 * 7' } }], usage: { prompt: 5, completion: 5 } },
@@ -171,7 +123,7 @@ describe.each(testDialects)('run takeover after a crash (%s)', (dialect) => {
     const before = watch(owner.url, id, 0);
     await provider.waitForRequest(2);
     // Round 1 and round 2's CONTEXT and REQUEST are stored; the call of round 2 is in flight.
-    await withTimeout((async () => { while (before.steps.length < 6) await new Promise((resolve) => setTimeout(resolve, 20)); })(), 10_000, 'the first six steps did not arrive');
+    await waitUntil(() => before.steps.length >= 6, { timeoutMs: 10_000, intervalMs: 20, what: 'the first six steps arriving' });
     await owner.kill();
     await withTimeout(before.done, 10_000, 'the watcher of the killed instance did not end');
     await before.client.dispose();

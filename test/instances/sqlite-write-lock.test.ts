@@ -5,23 +5,22 @@
  * retryable error and changes nothing.
  */
 import Database from 'better-sqlite3';
-import { createTestDatabase, type TestDatabase } from '../support/databases';
-import { startServerProcess, type ServerProcess } from '../support/server-process';
+import type { TestDatabase } from '../support/databases';
+import { Instances } from '../support/instances';
+import type { ServerProcess } from '../support/server-process';
 
 jest.setTimeout(60_000);
 
 describe('a SQLite write lock held by another process', () => {
+  const instances = new Instances('sqlite');
   let database: TestDatabase;
   let server: ServerProcess;
 
   beforeAll(async () => {
-    database = await createTestDatabase('sqlite');
-    server = await startServerProcess(database, { SQLITE_LOCK_WAIT_MS: '1500' });
+    database = await instances.database();
+    server = await instances.start({ SQLITE_LOCK_WAIT_MS: '1500' });
   });
-  afterAll(async () => {
-    await server?.stop();
-    await database?.drop();
-  });
+  afterAll(() => instances.stop());
 
   test('the server keeps answering while a write waits, and the write is refused as retryable', async () => {
     if (database.config.kind !== 'sqlite') throw new Error('unreachable');

@@ -8,10 +8,11 @@
  * burst had been started and had sent its first step. Every subscription of
  * the burst still gets its whole trace, once.
  */
-import { createTestDatabase, testDialects, type TestDatabase } from '../support/databases';
+import { testDialects } from '../support/databases';
+import { Instances, waitForRunEnd } from '../support/instances';
 import { RawGraphQLSocket, type WsMessage } from '../support/raw-graphql-ws';
 import { ADMIN_TOKEN } from '../support/server';
-import { startServerProcess, type ServerProcess } from '../support/server-process';
+import type { ServerProcess } from '../support/server-process';
 
 jest.setTimeout(180_000);
 
@@ -20,15 +21,14 @@ const PER_CONNECTION = 100;
 const TRACE = 'subscription($id: ID!) { runTrace(runId: $id) { sequence kind } }';
 
 describe.each(testDialects)('a burst of subscriptions (%s)', (dialect) => {
-  let database: TestDatabase;
+  const instances = new Instances(dialect);
   let server: ServerProcess;
   let runId: string;
   let steps: number;
   const sockets: RawGraphQLSocket[] = [];
 
   beforeAll(async () => {
-    database = await createTestDatabase(dialect);
-    server = await startServerProcess(database, {
+    server = await instances.start({
       SEED_EXAMPLES: 'true',
       UI: 'false',
       MAX_SUBSCRIPTIONS_PER_CONNECTION: String(PER_CONNECTION),
@@ -39,19 +39,11 @@ describe.each(testDialects)('a burst of subscriptions (%s)', (dialect) => {
       { input: { configuration: 'demo-assistant', prompt: 'What is 6 * 7?' } },
     );
     runId = started.data!.startRun.id;
-    for (;;) {
-      const read = await server.gql<{ run: { status: string; steps: unknown[] } }>('query($id: ID!) { run(id: $id) { status steps { sequence } } }', { id: runId });
-      if (!['RUNNING', 'QUEUED'].includes(read.data!.run.status)) {
-        steps = read.data!.run.steps.length;
-        break;
-      }
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    steps = (await waitForRunEnd<{ status: string; steps: unknown[] }>(server, runId, 'status steps { sequence }')).steps.length;
   });
   afterAll(async () => {
     for (const socket of sockets) socket.close();
-    await server?.stop();
-    await database?.drop();
+    await instances.stop();
   });
 
   it("answers a bystander's operation in the middle of the burst, and still delivers every trace whole", async () => {

@@ -4,8 +4,9 @@
  * delivery id and body, by the instance that runs next; and two instances
  * sharing the outbox send each delivery once, under one id.
  */
-import { createTestDatabase, testDialects, type TestDatabase } from '../support/databases';
-import { startServerProcess, type ServerProcess } from '../support/server-process';
+import { testDialects, type TestDatabase } from '../support/databases';
+import { Instances, waitUntil } from '../support/instances';
+import type { ServerProcess } from '../support/server-process';
 import { startWebhookReceiver, verifySignature, type WebhookReceiver } from '../support/webhook-receiver';
 
 jest.setTimeout(180_000);
@@ -14,26 +15,24 @@ const SECRET = 'outbox-secret';
 // A short attempt timeout keeps the lease (2 × timeout + 5 s) short: a killed sender's delivery is taken over sooner.
 const ENV = { WEBHOOK_ALLOWED_HOSTS: '127.0.0.1', WEBHOOK_TIMEOUT_MS: '3000', WEBHOOK_RETRY_BASE_MS: '100', SQLITE_LOCK_WAIT_MS: '60000', SQLITE_BUSY_TIMEOUT_MS: '5000' };
 
+/** How long, and how often, a test waits for what the outbox does in the background. */
+const PATIENT = { timeoutMs: 60_000, intervalMs: 200 };
+
 describe.each(testDialects)('the webhook outbox across instances (%s)', (dialect) => {
+  const instances = new Instances(dialect);
   let database: TestDatabase;
   let receiver: WebhookReceiver;
-  const processes: ServerProcess[] = [];
 
   beforeAll(async () => {
-    database = await createTestDatabase(dialect);
+    database = await instances.database();
     receiver = await startWebhookReceiver();
   });
   afterAll(async () => {
-    await Promise.all(processes.map((server) => server.stop()));
+    await instances.stop();
     await receiver?.close();
-    await database?.drop();
   });
 
-  const start = async (env: Record<string, string> = {}) => {
-    const server = await startServerProcess(database, { ...ENV, ...env });
-    processes.push(server);
-    return server;
-  };
+  const start = (env: Record<string, string> = {}) => instances.start({ ...ENV, ...env });
   const createSnippet = async (server: ServerProcess, identifier: string) => {
     const result = await server.gql('mutation($input: CreateSnippetInput!) { createSnippet(input: $input) { uid } }', { input: { identifier, name: identifier, snippet: 'Text.' } });
     expect(result.errors).toBeUndefined();
@@ -63,7 +62,7 @@ describe.each(testDialects)('the webhook outbox across instances (%s)', (dialect
     const stored = await waitUntil(async () => {
       const rows = await deliveries();
       return rows.length === 1 && rows[0]!.status === 'delivered' ? rows : null;
-    });
+    }, PATIENT);
     expect(stored[0]).toMatchObject({ id: cutOff!.delivery, status: 'delivered' });
     expect(stored[0]!.attempts).toBeGreaterThanOrEqual(2);
   });
@@ -76,12 +75,12 @@ describe.each(testDialects)('the webhook outbox across instances (%s)', (dialect
     // the database. Delivery is at least once, so either sends the delivery again under the same id
     // (a CI run saw one such repeat, attempts 2). This test is about two instances never claiming the
     // same delivery at once; at these lengths neither resend is plausible.
-    await Promise.all(processes.splice(0).map((server) => server.stop()));
+    await instances.stopServers();
     const longAttempts = { RUN_MIGRATIONS: 'false', WEBHOOK_TIMEOUT_MS: '30000' };
     const writers = [await start(longAttempts), await start(longAttempts)];
     await Promise.all(Array.from({ length: 12 }, (_, index) => createSnippet(writers[index % 2]!, `shared_outbox_${index}`)));
     const requests = (await receiver.waitFor(before + 12)).slice(before);
-    await waitUntil(async () => (await deliveries()).every((row) => row.status === 'delivered'));
+    await waitUntil(async () => (await deliveries()).every((row) => row.status === 'delivered'), PATIENT);
     // Anything still in flight would arrive now.
     await new Promise((resolve) => setTimeout(resolve, 1500));
     const ids = receiver.received.slice(before).map((request) => request.delivery);
@@ -94,13 +93,3 @@ describe.each(testDialects)('the webhook outbox across instances (%s)', (dialect
     expect(rows.filter((row) => ids.includes(row.id)).every((row) => row.attempts === 1)).toBe(true);
   });
 });
-
-async function waitUntil<T>(check: () => Promise<T | null | undefined | false>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error('condition not met within the time limit');
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}

@@ -86,6 +86,16 @@ describe.each(testDialects)('rate limits per token (%s)', (dialect) => {
     expect((await dryRun(token)).status).toBe(429);
   });
 
+  test('runTask starts a run: it draws from the startRun budget, not from the writes', async () => {
+    const token = await newToken('EDITOR');
+    for (let i = 0; i < 3; i++) expect((await dryRun(token)).status).toBe(200);
+    const refused = await post('mutation($input: RunTaskInput!) { runTask(input: $input) { attempts } }', { input: { task: 'any_task', input: 'x' } }, token);
+    expect(refused.status).toBe(429);
+    expect(refused.body.errors?.[0]?.extensions?.code).toBe('TOO_MANY_REQUESTS');
+    const write = await post('mutation($input: CreateSnippetInput!) { createSnippet(input: $input) { uid } }', { input: { identifier: uniqueIdentifier('s'), name: 'S', snippet: 'x' } }, token);
+    expect(write.status).toBe(200);
+  });
+
   test('writes other than startRun have their own budget; a refused write changes nothing', async () => {
     const token = await newToken('EDITOR');
     const create = (identifier: string) => post('mutation($input: CreateSnippetInput!) { createSnippet(input: $input) { uid } }', { input: { identifier, name: 'S', snippet: 'x' } }, token);

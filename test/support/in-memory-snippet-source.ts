@@ -3,7 +3,9 @@
  * the database implementation must have, and the source the tool tests use.
  */
 
+import { isOfferedSnippet } from '../../src/prompt/snippet-index';
 import { compareByteOrder, hasTag, parseTags } from '../../src/prompt/tags';
+import { snippetMatchesSearch } from '../../src/snippets/snippet-search';
 import type { SnippetDocument, SnippetSearchFilter, SnippetSource } from '../../src/runs/tools/snippet-tools';
 
 /** The columns of a `tx_nrllm_promptsnippet` row the tools read. */
@@ -20,19 +22,12 @@ export interface SnippetRow {
   sorting?: number;
 }
 
-function isOffered(row: SnippetRow): boolean {
-  return row.isActive && !row.hidden && row.deleted !== true;
-}
-
 function toDocument(row: SnippetRow): SnippetDocument {
   return { identifier: row.identifier, name: row.name, tags: parseTags(row.tags), snippet: row.snippet };
 }
 
 function containsText(row: SnippetRow, query: string): boolean {
-  const needle = query.toLowerCase();
-  return [row.identifier, row.name, row.description ?? '', parseTags(row.tags).join(','), row.snippet].some((field) =>
-    field.toLowerCase().includes(needle),
-  );
+  return snippetMatchesSearch({ ...row, description: row.description ?? null }, query);
 }
 
 export function createInMemorySnippetSource(rows: readonly SnippetRow[]): SnippetSource {
@@ -43,14 +38,14 @@ export function createInMemorySnippetSource(rows: readonly SnippetRow[]): Snippe
     findActiveVisible(filter: SnippetSearchFilter): Promise<SnippetDocument[]> {
       return Promise.resolve(
         ordered
-          .filter(isOffered)
+          .filter(isOfferedSnippet)
           .filter((row) => filter.tag === undefined || hasTag(row.tags, filter.tag))
           .filter((row) => filter.query === undefined || containsText(row, filter.query))
           .map(toDocument),
       );
     },
     findByIdentifier(identifier: string): Promise<SnippetDocument | null> {
-      const row = ordered.find((candidate) => isOffered(candidate) && candidate.identifier === identifier);
+      const row = ordered.find((candidate) => isOfferedSnippet(candidate) && candidate.identifier === identifier);
       return Promise.resolve(row === undefined ? null : toDocument(row));
     },
   };

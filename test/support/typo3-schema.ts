@@ -359,6 +359,40 @@ export const NR_LLM_TABLES: Record<string, string[]> = {
     "PRIMARY KEY (uid)",
     "UNIQUE KEY group_name (group_name)",
   ],
+  tx_nrllm_ai_session: [
+    "uid int(11) unsigned NOT NULL auto_increment",
+    "pid int(11) unsigned DEFAULT '0' NOT NULL",
+    "uuid varchar(36) DEFAULT '' NOT NULL",
+    "be_user int(11) unsigned DEFAULT '0' NOT NULL",
+    "configuration_identifier varchar(150) DEFAULT '' NOT NULL",
+    "title varchar(255) DEFAULT '' NOT NULL",
+    "message_count int(11) unsigned DEFAULT '0' NOT NULL",
+    "last_activity int(11) unsigned DEFAULT '0' NOT NULL",
+    "tstamp int(11) unsigned DEFAULT '0' NOT NULL",
+    "crdate int(11) unsigned DEFAULT '0' NOT NULL",
+    "PRIMARY KEY (uid)",
+    "KEY parent (pid)",
+    "UNIQUE KEY session_uuid (uuid)",
+    "KEY be_user (be_user, last_activity)",
+    "KEY inactivity (last_activity)",
+  ],
+  tx_nrllm_ai_session_message: [
+    "uid int(11) unsigned NOT NULL auto_increment",
+    "pid int(11) unsigned DEFAULT '0' NOT NULL",
+    "session int(11) unsigned DEFAULT '0' NOT NULL",
+    "sequence int(11) unsigned DEFAULT '0' NOT NULL",
+    "role varchar(32) DEFAULT '' NOT NULL",
+    "content mediumtext",
+    "model varchar(128) DEFAULT '' NOT NULL",
+    "prompt_tokens int(11) unsigned DEFAULT '0' NOT NULL",
+    "completion_tokens int(11) unsigned DEFAULT '0' NOT NULL",
+    "total_tokens int(11) unsigned DEFAULT '0' NOT NULL",
+    "dropped_turns int(11) unsigned DEFAULT NULL",
+    "crdate int(11) unsigned DEFAULT '0' NOT NULL",
+    "PRIMARY KEY (uid)",
+    "KEY parent (pid)",
+    "UNIQUE KEY session_sequence (session, sequence)",
+  ],
 };
 
 export interface Typo3TableOptions {
@@ -383,7 +417,9 @@ export async function createTypo3Tables(database: TestDatabase, options: Typo3Ta
     const sqliteColumns = columns.map((column) =>
       column
         .replace(/^uid int\(11\)( unsigned)? NOT NULL auto_increment$/, 'uid INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL')
-        .replace(/(\w+)\(\d+\) unsigned/, (_match, type: string) => `${type.toUpperCase()} UNSIGNED`),
+        .replace(/(\w+)\(\d+\) unsigned/, (_match, type: string) => `${type.toUpperCase()} UNSIGNED`)
+        // SQLite's columns default to NULL without saying so (as the migrations write them).
+        .replace(/ DEFAULT NULL$/, ''),
     );
     await database.query(`CREATE TABLE ${table} (${sqliteColumns.join(', ')})`);
     for (const key of keys) {

@@ -16,6 +16,14 @@ export type ConfigurationFilter = {
   tagsMatch?: TagMatch | null | undefined;
 };
 
+/** Filters of conversationsConnection; given ones combine with AND. */
+export type ConversationFilter = {
+  /** Conversations on this configuration identifier ("" for the default). */
+  configuration?: string | null | undefined;
+  /** Text found in the title, case-insensitively. */
+  search?: string | null | undefined;
+};
+
 /** ADMIN: everything. EDITOR: snippets, configurations, skills, runs. VIEWER: read and watch runs. */
 export type Role =
   | 'ADMIN'
@@ -53,6 +61,26 @@ export type RunStepKind =
   | 'REQUEST'
   | 'TOOL';
 
+/** One user message; the run options apply to this turn only. */
+export type SendMessageInput = {
+  /** Tools whose calls wait for a person's approval in this turn. */
+  approvalRequired?: Array<string> | null | undefined;
+  approvalTimeoutSeconds?: number | null | undefined;
+  /** The message (not empty, at most 1 MB). */
+  content: string;
+  conversationId: string | number;
+  maxCost?: number | null | undefined;
+  /** Default 5, clamped to 1..20. */
+  maxRounds?: number | null | undefined;
+  maxTokens?: number | null | undefined;
+  maxTotalTokens?: number | null | undefined;
+  /** Stream model output and publish it on runDeltas. */
+  stream?: boolean | null | undefined;
+  temperature?: number | null | undefined;
+  /** Tools this turn may call; absent or []: none (a conversation is plain chat). Only the final answer is stored. */
+  tools?: Array<string> | null | undefined;
+};
+
 /** Filters of snippetsConnection; given ones combine with AND. */
 export type SnippetFilter = {
   hidden?: boolean | null | undefined;
@@ -63,6 +91,13 @@ export type SnippetFilter = {
   tags?: Array<string> | null | undefined;
   /** ANY: at least one of `tags`; ALL: every one. */
   tagsMatch?: TagMatch | null | undefined;
+};
+
+export type StartConversationInput = {
+  /** Configuration identifier; absent or "": the installation's default, resolved on every turn. */
+  configuration?: string | null | undefined;
+  /** At most 255 characters. */
+  title?: string | null | undefined;
 };
 
 export type StartRunInput = {
@@ -161,6 +196,56 @@ export type ConfigurationPageQueryVariables = Exact<{
 
 
 export type ConfigurationPageQuery = { configurationsConnection: { totalCount: number, pageInfo: { hasNextPage: boolean, endCursor: string | null }, nodes: Array<{ uid: number, identifier: string, name: string, snippetTags: Array<string>, isActive: boolean, hidden: boolean, model: { identifier: string } | null }> } };
+
+export type ConversationFieldsFragment = { id: string, title: string, configurationIdentifier: string, messageCount: number, beUser: number, lastActivity: string, createdAt: string, activeRunId: string | null };
+
+export type ConversationMessageFieldsFragment = { id: string, sequence: number, role: string, content: string, model: string, promptTokens: number, completionTokens: number, totalTokens: number, droppedTurns: number | null, createdAt: string };
+
+export type ConversationQueryVariables = Exact<{
+  id: string | number;
+  afterSequence?: number | null | undefined;
+  first?: number | null | undefined;
+}>;
+
+
+export type ConversationQuery = { conversation: { id: string, title: string, configurationIdentifier: string, messageCount: number, beUser: number, lastActivity: string, createdAt: string, activeRunId: string | null, messages: Array<{ id: string, sequence: number, role: string, content: string, model: string, promptTokens: number, completionTokens: number, totalTokens: number, droppedTurns: number | null, createdAt: string }> } | null };
+
+export type ConversationsQueryVariables = Exact<{
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+  filter?: ConversationFilter | null | undefined;
+}>;
+
+
+export type ConversationsQuery = { conversationsConnection: { nodes: Array<{ id: string, title: string, configurationIdentifier: string, messageCount: number, beUser: number, lastActivity: string, createdAt: string, activeRunId: string | null }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
+
+export type StartConversationMutationVariables = Exact<{
+  input: StartConversationInput;
+}>;
+
+
+export type StartConversationMutation = { startConversation: { id: string, title: string, configurationIdentifier: string, messageCount: number, beUser: number, lastActivity: string, createdAt: string, activeRunId: string | null } };
+
+export type SendMessageMutationVariables = Exact<{
+  input: SendMessageInput;
+}>;
+
+
+export type SendMessageMutation = { sendMessage: { conversation: { id: string, title: string, configurationIdentifier: string, messageCount: number, beUser: number, lastActivity: string, createdAt: string, activeRunId: string | null }, userMessage: { id: string, sequence: number, role: string, content: string, model: string, promptTokens: number, completionTokens: number, totalTokens: number, droppedTurns: number | null, createdAt: string }, run: { id: string, status: RunStatus } } };
+
+export type DeleteConversationMutationVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type DeleteConversationMutation = { deleteConversation: boolean };
+
+export type ConversationUpdatedSubscriptionVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type ConversationUpdatedSubscription = { conversationUpdated: { id: string, title: string, configurationIdentifier: string, messageCount: number, beUser: number, lastActivity: string, createdAt: string, activeRunId: string | null } };
 
 export type RunStepFieldsFragment = { sequence: number, kind: RunStepKind, round: number, durationMs: number, messageCount: number | null, toolsOffered: Array<string> | null, content: string | null, thinking: string | null, finishReason: string | null, rawFinishReason: string | null, promptTokens: number | null, completionTokens: number | null, totalTokens: number | null, estimatedCost: number | null, warnings: Array<string> | null, raw: unknown, toolCallId: string | null, toolName: string | null, toolArguments: unknown, toolResult: string | null, toolIsError: boolean | null, contextBudget: unknown, status: RunStatus | null, terminationReason: string | null, error: string | null, messagesSent: Array<{ role: string, content: string | null, toolCallId: string | null, toolCalls: Array<{ id: string, name: string, arguments: unknown }> | null }> | null, requestedToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, pendingToolCalls: Array<{ id: string, name: string, arguments: unknown }> | null, decisions: Array<{ toolCallId: string, approved: boolean, reason: string | null, decidedBy: string | null }> | null };
 
@@ -293,6 +378,32 @@ export class TypedDocumentString<TResult, TVariables>
     return this.value;
   }
 }
+export const ConversationFieldsFragmentDoc = new TypedDocumentString(`
+    fragment ConversationFields on Conversation {
+  id
+  title
+  configurationIdentifier
+  messageCount
+  beUser
+  lastActivity
+  createdAt
+  activeRunId
+}
+    `, {"fragmentName":"ConversationFields"}) as unknown as TypedDocumentString<ConversationFieldsFragment, unknown>;
+export const ConversationMessageFieldsFragmentDoc = new TypedDocumentString(`
+    fragment ConversationMessageFields on ConversationMessage {
+  id
+  sequence
+  role
+  content
+  model
+  promptTokens
+  completionTokens
+  totalTokens
+  droppedTurns
+  createdAt
+}
+    `, {"fragmentName":"ConversationMessageFields"}) as unknown as TypedDocumentString<ConversationMessageFieldsFragment, unknown>;
 export const RunStepSummaryFieldsFragmentDoc = new TypedDocumentString(`
     fragment RunStepSummaryFields on RunStep {
   sequence
@@ -539,6 +650,133 @@ export const ConfigurationPageDocument = new TypedDocumentString(`
   }
 }
     `) as unknown as TypedDocumentString<ConfigurationPageQuery, ConfigurationPageQueryVariables>;
+export const ConversationDocument = new TypedDocumentString(`
+    query Conversation($id: ID!, $afterSequence: Int, $first: Int) {
+  conversation(id: $id) {
+    ...ConversationFields
+    messages(afterSequence: $afterSequence, first: $first) {
+      ...ConversationMessageFields
+    }
+  }
+}
+    fragment ConversationFields on Conversation {
+  id
+  title
+  configurationIdentifier
+  messageCount
+  beUser
+  lastActivity
+  createdAt
+  activeRunId
+}
+fragment ConversationMessageFields on ConversationMessage {
+  id
+  sequence
+  role
+  content
+  model
+  promptTokens
+  completionTokens
+  totalTokens
+  droppedTurns
+  createdAt
+}`) as unknown as TypedDocumentString<ConversationQuery, ConversationQueryVariables>;
+export const ConversationsDocument = new TypedDocumentString(`
+    query Conversations($first: Int, $after: String, $filter: ConversationFilter) {
+  conversationsConnection(first: $first, after: $after, filter: $filter) {
+    nodes {
+      ...ConversationFields
+    }
+    pageInfo {
+      hasNextPage
+      endCursor
+    }
+  }
+}
+    fragment ConversationFields on Conversation {
+  id
+  title
+  configurationIdentifier
+  messageCount
+  beUser
+  lastActivity
+  createdAt
+  activeRunId
+}`) as unknown as TypedDocumentString<ConversationsQuery, ConversationsQueryVariables>;
+export const StartConversationDocument = new TypedDocumentString(`
+    mutation StartConversation($input: StartConversationInput!) {
+  startConversation(input: $input) {
+    ...ConversationFields
+  }
+}
+    fragment ConversationFields on Conversation {
+  id
+  title
+  configurationIdentifier
+  messageCount
+  beUser
+  lastActivity
+  createdAt
+  activeRunId
+}`) as unknown as TypedDocumentString<StartConversationMutation, StartConversationMutationVariables>;
+export const SendMessageDocument = new TypedDocumentString(`
+    mutation SendMessage($input: SendMessageInput!) {
+  sendMessage(input: $input) {
+    conversation {
+      ...ConversationFields
+    }
+    userMessage {
+      ...ConversationMessageFields
+    }
+    run {
+      id
+      status
+    }
+  }
+}
+    fragment ConversationFields on Conversation {
+  id
+  title
+  configurationIdentifier
+  messageCount
+  beUser
+  lastActivity
+  createdAt
+  activeRunId
+}
+fragment ConversationMessageFields on ConversationMessage {
+  id
+  sequence
+  role
+  content
+  model
+  promptTokens
+  completionTokens
+  totalTokens
+  droppedTurns
+  createdAt
+}`) as unknown as TypedDocumentString<SendMessageMutation, SendMessageMutationVariables>;
+export const DeleteConversationDocument = new TypedDocumentString(`
+    mutation DeleteConversation($id: ID!) {
+  deleteConversation(id: $id)
+}
+    `) as unknown as TypedDocumentString<DeleteConversationMutation, DeleteConversationMutationVariables>;
+export const ConversationUpdatedDocument = new TypedDocumentString(`
+    subscription ConversationUpdated($id: ID!) {
+  conversationUpdated(id: $id) {
+    ...ConversationFields
+  }
+}
+    fragment ConversationFields on Conversation {
+  id
+  title
+  configurationIdentifier
+  messageCount
+  beUser
+  lastActivity
+  createdAt
+  activeRunId
+}`) as unknown as TypedDocumentString<ConversationUpdatedSubscription, ConversationUpdatedSubscriptionVariables>;
 export const RunDocument = new TypedDocumentString(`
     query Run($id: ID!) {
   run(id: $id) {

@@ -19,7 +19,27 @@ const HANDLED_KEYS: ReadonlySet<string> = new Set([
   'captureRaw',
   // The loop turns the system prompt into message 0 (behaviour.md §8); the key only documents it.
   'system_prompt',
+  // Read by `jsonOutputOf`; each adapter writes its own JSON mode.
+  'response_schema',
 ]);
+
+/** What a call asks of the answer's form: JSON (nr_llm's `response_format: "json"`), perhaps to a schema. */
+export interface JsonOutput {
+  /** The JSON Schema the answer should match; null: any JSON. */
+  schema: Record<string, unknown> | null;
+}
+
+/**
+ * nr_llm's `response_format: "json"` (ADR-128), with the schema a task run
+ * adds as `response_schema`: each adapter turns it into its wire's native
+ * JSON mode. Null when the call does not ask for JSON this way (an object
+ * `response_format` from a configuration's options passes through as it is).
+ */
+export function jsonOutputOf(options: CallOptions): JsonOutput | null {
+  if (options.response_format !== 'json') return null;
+  const schema = options.response_schema;
+  return { schema: typeof schema === 'object' && schema !== null && !Array.isArray(schema) ? (schema as Record<string, unknown>) : null };
+}
 
 export interface Sampling {
   temperature?: number;
@@ -66,7 +86,7 @@ export function passThrough(
 ): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(options)) {
-    if (HANDLED_KEYS.has(key) || value === undefined) continue;
+    if (HANDLED_KEYS.has(key) || value === undefined || (key === 'response_format' && value === 'json')) continue;
     const wireKey = accepted === 'any' ? key : accepted.get(key);
     if (wireKey === undefined) {
       warnings.push(`${key} is not supported by ${providerLabel}`);

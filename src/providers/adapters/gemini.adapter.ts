@@ -19,7 +19,7 @@
  */
 import { z } from 'zod/v4';
 
-import { acceptedKeys, passThrough, readSampling } from './call-options';
+import { acceptedKeys, jsonOutputOf, passThrough, readSampling } from './call-options';
 import { decodeReplay, encodeReplay, liftSystemMessages, toolNamesById } from './conversation';
 import { resolveBaseUrl } from './credentials';
 import {
@@ -146,6 +146,11 @@ export class GeminiAdapter extends HttpChatAdapter {
       } else {
         body[key] = value;
       }
+    }
+    const json = jsonOutputOf(request.options);
+    if (json) {
+      generationConfig.responseMimeType = 'application/json';
+      if (json.schema) generationConfig.responseJsonSchema = json.schema;
     }
     if (Object.keys(generationConfig).length > 0) body.generationConfig = generationConfig;
     return { url, headers, body };

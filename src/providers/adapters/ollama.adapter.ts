@@ -14,7 +14,7 @@
  */
 import { z } from 'zod/v4';
 
-import { acceptedKeys, passThrough, readSampling } from './call-options';
+import { acceptedKeys, jsonOutputOf, passThrough, readSampling } from './call-options';
 import { toolNamesById } from './conversation';
 import { resolveBaseUrl } from './credentials';
 import { ProviderResponseError, excerptBody } from './errors';
@@ -115,6 +115,8 @@ export class OllamaAdapter extends HttpChatAdapter {
       if (key.startsWith(MODEL_OPTION)) modelOptions[key.slice(MODEL_OPTION.length)] = value;
       else body[key] = value;
     }
+    const json = jsonOutputOf(request.options);
+    if (json) body.format = json.schema ?? 'json';
     if (Object.keys(modelOptions).length > 0) body.options = modelOptions;
     return { url, headers, body };
   }

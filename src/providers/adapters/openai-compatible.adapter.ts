@@ -12,7 +12,7 @@
  */
 import { z } from 'zod/v4';
 
-import { acceptedKeys, passThrough, readSampling } from './call-options';
+import { acceptedKeys, jsonOutputOf, passThrough, readSampling } from './call-options';
 import { resolveBaseUrl } from './credentials';
 import { ProviderResponseError, excerptBody } from './errors';
 import {
@@ -135,12 +135,14 @@ const messageSchema = z.looseObject({ ...messageFields, tool_calls: toolCallsSch
 const deltaSchema = z.looseObject({ ...messageFields, tool_calls: toolCallDeltasSchema });
 
 const responseSchema = z.looseObject({
+  model: z.string().nullish().catch(null),
   choices: z.array(z.looseObject({ message: messageSchema.nullish(), finish_reason: z.string().nullish() })).nullish(),
   usage: usageSchema.nullish(),
   error: errorSchema,
 });
 
 const chunkSchema = z.looseObject({
+  model: z.string().nullish().catch(null),
   choices: z.array(z.looseObject({ delta: deltaSchema.nullish(), finish_reason: z.string().nullish() })).nullish(),
   usage: usageSchema.nullish(),
   /** Groq reports stream usage here instead of `usage`. */
@@ -196,6 +198,8 @@ export class OpenAiCompatibleAdapter extends HttpChatAdapter {
       }));
     }
     Object.assign(body, passThrough(request.options, ACCEPTED_OPTIONS[this.adapterType], this.adapterType, warnings));
+    const json = jsonOutputOf(request.options);
+    if (json) body.response_format = json.schema ? { type: 'json_schema', json_schema: { name: 'output', schema: json.schema } } : { type: 'json_object' };
     if (stream) {
       body.stream = true;
       // Without it OpenAI sends no usage in a stream. Mistral always sends it and rejects unknown fields.
@@ -222,6 +226,7 @@ export class OpenAiCompatibleAdapter extends HttpChatAdapter {
       rawCalls,
       rawFinishReason: choice.finish_reason ?? null,
       usage: response.usage ?? null,
+      model: response.model ?? null,
       context,
     });
   }
@@ -322,6 +327,8 @@ function assemble(parts: {
   rawCalls: RawToolCall[];
   rawFinishReason: string | null;
   usage: WireUsage | null;
+  /** The model the provider reported, if it did. */
+  model: string | null;
   context: WireContext;
 }): DecodedResult {
   const toolCalls = normaliseToolCalls(parts.rawCalls, parts.context);
@@ -336,6 +343,7 @@ function assemble(parts: {
     finishReason,
     rawFinishReason: parts.rawFinishReason,
     usage: parts.usage === null ? { ...ZERO_USAGE } : toUsage(parts.usage),
+    ...(parts.model ? { model: parts.model } : {}),
   };
 }
 
@@ -364,6 +372,7 @@ class OpenAiStreamDecoder implements StreamDecoder {
   private readonly callsByIndex = new Map<number, PendingToolCall>();
   private rawFinishReason: string | null = null;
   private usage: WireUsage | null = null;
+  private model: string | null = null;
 
   constructor(private readonly context: WireContext) {}
 
@@ -372,6 +381,7 @@ class OpenAiStreamDecoder implements StreamDecoder {
     throwIfErrorBody(chunk.error, this.context);
     const usage = chunk.usage ?? chunk.x_groq?.usage;
     if (usage !== null && usage !== undefined) this.usage = usage;
+    if (typeof chunk.model === 'string' && chunk.model !== '') this.model = chunk.model;
     const choice = chunk.choices?.[0];
     if (choice === undefined) return [];
     if (typeof choice.finish_reason === 'string') this.rawFinishReason = choice.finish_reason;
@@ -411,6 +421,7 @@ class OpenAiStreamDecoder implements StreamDecoder {
       rawCalls: this.calls.map((call) => ({ id: call.id, name: call.name, arguments: call.arguments })),
       rawFinishReason: this.rawFinishReason,
       usage: this.usage,
+      model: this.model,
       context: this.context,
     });
   }

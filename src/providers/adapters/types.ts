@@ -121,6 +121,8 @@ export interface ChatResult {
   warnings: string[];
   /** The decoded provider body; only present when `options.captureRaw` was set. */
   raw?: unknown;
+  /** The model the provider says answered (e.g. a dated snapshot of the one asked for); absent when it does not say. */
+  model?: string;
 }
 
 export type StreamEvent =

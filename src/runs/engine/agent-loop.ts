@@ -26,6 +26,7 @@ import type { CallOptions, ChatMessage, ChatRequest, ChatResult, ToolDefinition 
 import { uniqueToolCallIds } from '../../providers/adapters/tool-calls';
 import { estimateCost } from '../../providers/cost';
 import { assembleRunMessages, assemblyWarnings } from '../../prompt/run-messages';
+import { answerCheckFields, INVALID_OUTPUT, withRepairedAnswer } from '../../prompt/structured-output';
 import { plainJsonText } from '../../shared/php-json';
 import { toToolDefinition, type ToolRegistration } from '../tools/tool-registry';
 import { contextBudget, fitContext, type ContextBudget } from './context-window';
@@ -172,6 +173,7 @@ class AgentLoopRun {
       if (action.kind !== 'run_tool') await this.settleToolStepWrite();
       switch (action.kind) {
         case 'call_model': {
+          if (action.repair === true) this.progress.transcript = withRepairedAnswer(this.progress.transcript ?? [], this.progress.lastAnswer?.content ?? '');
           const ended = await this.callModel(action.round, action.withTools ? this.definitions : []);
           if (ended !== null) return ended;
           break;
@@ -195,7 +197,7 @@ class AgentLoopRun {
         case 'wait_for_approval':
           return { status: 'WAITING_FOR_APPROVAL', pendingToolCalls: action.calls };
         case 'end':
-          return this.outcome(action.reason, { truncated: action.truncated, finalContent: action.finalContent ?? undefined });
+          return this.outcome(action.reason, { truncated: action.truncated, finalContent: action.finalContent ?? undefined, model: action.finalContent !== null ? this.progress.lastAnswer?.model : undefined, ...(action.reason === 'invalid_output' ? INVALID_OUTPUT : {}) });
       }
       // Only the first action after a takeover can meet a call the dead instance was running.
       afterCrash = false;
@@ -224,7 +226,9 @@ class AgentLoopRun {
     }
     const contextStored = begun !== null && begun.round === round && isStoredAgain(begun.context, context);
     await this.record({ kind: 'context', round, durationMs: 0, contextBudget: context }, {}, undefined, contextStored);
-    if (contextDoesNotFit(context)) {
+    if (contextDoesNotFit(context) && this.input.sendOverBudget === true) {
+      this.hooks.logger.warn({ round, estimate: context.estimate, budget: context.budget }, 'The transcript does not fit the context window even at its floor; it is sent anyway');
+    } else if (contextDoesNotFit(context)) {
       this.hooks.logger.warn(
         { round, estimate: context.estimate, budget: context.budget },
         'The transcript does not fit the context window; the model is not called',
@@ -232,7 +236,7 @@ class AgentLoopRun {
       return this.outcome('context_truncated', { truncated: true });
     }
     const prices = this.input.model.prices;
-    const costPerPromptToken = prices === null ? null : estimateCost({ promptTokens: 1_000_000, completionTokens: 0, totalTokens: 1_000_000 }, prices);
+    const costPerPromptToken = estimateCost({ promptTokens: 1_000_000, completionTokens: 0, totalTokens: 1_000_000 }, prices);
     if (budgetWouldBeExceeded(this.progress, this.rules.budget, { promptEstimate: fit.sentEstimate, costPerPromptToken: costPerPromptToken === null ? null : costPerPromptToken / 1_000_000 })) {
       return this.outcome('budget_exhausted');
     }
@@ -263,7 +267,7 @@ class AgentLoopRun {
     const durationMs = elapsedMs(started);
     // The provider's counts are untrusted: clamped before they are added, stored, priced or booked.
     const usage = sanitizeUsage(result.usage);
-    const estimatedCost = prices === null ? null : estimateCost(usage, prices);
+    const estimatedCost = estimateCost(usage, prices);
     await permit.book(usage, estimatedCost);
     this.throwIfCancelled();
     await this.record(
@@ -282,7 +286,9 @@ class AgentLoopRun {
         // Each call its own id, so each gets its own TOOL step and decision (the adapters' normalisation does this; an injected adapter may not).
         requestedToolCalls: uniqueToolCallIds(result.toolCalls).map(requestedToolCall),
         ...(result.warnings.length > 0 ? { warnings: [...result.warnings] } : {}),
+        ...(result.model ? { model: result.model } : {}),
         ...(this.input.captureRaw === true && result.raw !== undefined ? { raw: result.raw } : {}),
+        ...(this.input.structuredOutput && result.toolCalls.length === 0 ? answerCheckFields(result.content, this.input.structuredOutput.schemaJson) : {}),
         ...(requestStored ? { resentAfterTakeover: true as const } : {}),
       },
       { usage },
@@ -392,7 +398,7 @@ class AgentLoopRun {
 
   private outcome(
     terminationReason: TerminationReason,
-    details: { truncated?: boolean; finalContent?: string; error?: string; errorClass?: string } = {},
+    details: { truncated?: boolean; finalContent?: string; error?: string; errorClass?: string; model?: string } = {},
   ): LoopOutcome {
     const prices = this.input.model.prices;
     const usage = this.progress.usage;
@@ -407,10 +413,11 @@ class AgentLoopRun {
       totalTokens: usage.promptTokens + usage.completionTokens,
       // Cost is linear in tokens, so pricing the summed usage equals summing
       // per-call costs, without the float drift of adding many small numbers.
-      estimatedCost: prices === null ? null : estimateCost(usage, prices),
+      estimatedCost: estimateCost(usage, prices),
       error: details.error ?? null,
       errorClass: details.errorClass ?? null,
       dryRun: this.input.dryRun === true,
+      ...(details.model ? { model: details.model } : {}),
     };
   }
 }

@@ -3,12 +3,13 @@
  * decisions make of the tool calls a waiting run holds, or why they make
  * none (decideApproval); when a wait ends undecided, and the step that
  * then refuses every call (approvalDeadline, approvalTimedOut,
- * approvalTimeoutStep). The flow around them (loading the run, storing the
+ * timeoutDecision). The flow around them (loading the run, storing the
  * step, driving the run on) is src/runs/run-approvals.ts.
  */
 import { BadUserInputError, ConflictError } from '../../shared/errors';
-import type { RunProgress } from './run-machine';
-import type { ApprovalStep, RequestedToolCall } from './loop-step';
+import { clampMaxRounds } from './loop-contract';
+import { rebuildProgress, type RunProgress } from './run-machine';
+import type { ApprovalStep, LoopStep, RequestedToolCall } from './loop-step';
 
 /** One decision of `resolveToolApproval`. */
 export interface ToolDecisionRequest {
@@ -17,19 +18,30 @@ export interface ToolDecisionRequest {
   reason?: string | null;
 }
 
+/** A waiting run as its wait is decided from: its steps, and the `maxRounds` it was started with (clamped here, as the loop does). */
+export interface ApprovalWait {
+  steps: readonly LoopStep[];
+  maxRounds: number | null | undefined;
+}
+
+function progressOf(wait: ApprovalWait): RunProgress {
+  return rebuildProgress(wait.steps, { maxRounds: clampMaxRounds(wait.maxRounds) });
+}
+
 /** The calls of the turn a run waits on; [] when it waits on none. */
-export function pendingCallsOf(progress: RunProgress): RequestedToolCall[] {
+function pendingCallsOf(progress: RunProgress): RequestedToolCall[] {
   return progress.openTurn?.approval?.decisions === null ? progress.openTurn.approval.pending : [];
 }
 
 /**
- * The APPROVAL step deciding every pending call of `progress` at once, by
+ * The APPROVAL step deciding every pending call of a waiting run at once, by
  * `decidedBy`. Refused (a client error saying what to send instead) when the
  * run waits on no call, a decision names a call that is not pending or one
  * twice, a reason is longer than 1000 characters, or a pending call is left
  * undecided.
  */
-export function decideApproval(progress: RunProgress, decisions: readonly ToolDecisionRequest[], decidedBy: string): ApprovalStep {
+export function decideApproval(wait: ApprovalWait, decisions: readonly ToolDecisionRequest[], decidedBy: string): ApprovalStep {
+  const progress = progressOf(wait);
   const pending = pendingCallsOf(progress);
   if (pending.length === 0) throw new ConflictError('The run has no pending tool calls', 'runId');
   const byId = new Map<string, ToolDecisionRequest>();
@@ -75,4 +87,15 @@ export function approvalTimeoutStep(pending: readonly RequestedToolCall[], round
     timedOut: true,
     decisions: pending.map((call) => ({ toolCallId: call.id, approved: false, reason, decidedBy: null })),
   };
+}
+
+/**
+ * The APPROVAL step ending a wait whose deadline passed (see
+ * approvalTimeoutStep); null when the run waits on no call, so nothing can
+ * go on from it.
+ */
+export function timeoutDecision(wait: ApprovalWait, timeoutSeconds: number | null): ApprovalStep | null {
+  const progress = progressOf(wait);
+  const pending = pendingCallsOf(progress);
+  return pending.length === 0 ? null : approvalTimeoutStep(pending, progress.round, timeoutSeconds);
 }

@@ -166,37 +166,59 @@ export function toolSchemaBytes(tools: readonly ToolDefinition[]): number {
  * A user message "Go" alone is 8 + 1 + 1 (`[]`) = 10.
  */
 export function estimateTokens(messages: readonly ChatMessage[], tools: readonly ToolDefinition[] = []): number {
-  let overhead = 0;
-  let proseBytes = 0;
-  let denseBytes = 0;
-  for (const message of messages) {
-    overhead += MESSAGE_OVERHEAD_TOKENS;
-    switch (message.role) {
-      case 'system':
-      case 'user':
-        proseBytes += utf8Bytes(message.content);
-        break;
-      case 'assistant':
-        proseBytes += utf8Bytes(message.content ?? '');
-        for (const call of message.tool_calls ?? []) {
-          overhead += TOOL_CALL_OVERHEAD_TOKENS;
-          proseBytes += utf8Bytes(call.function.name);
-          denseBytes += rememberedArgumentBytes(call.function.arguments, toolCallArgumentBytes);
-          denseBytes += utf8Bytes(call.id);
-        }
-        break;
-      case 'tool':
-        denseBytes += utf8Bytes(message.content);
-        denseBytes += utf8Bytes(message.tool_call_id);
-        break;
-      default: {
-        const unreachable: never = message;
-        throw new Error(`Unknown message role in ${JSON.stringify(unreachable)}`);
+  const total = emptyParts();
+  for (const message of messages) addParts(total, messageParts(message));
+  return tokensOf(total, toolSchemaBytes(tools));
+}
+
+/** One message's share of an estimate: overhead tokens, prose and dense bytes (sums, divided only at the end). */
+interface EstimateParts {
+  overhead: number;
+  prose: number;
+  dense: number;
+}
+
+function emptyParts(): EstimateParts {
+  return { overhead: 0, prose: 0, dense: 0 };
+}
+
+function addParts(total: EstimateParts, parts: EstimateParts, sign = 1): void {
+  total.overhead += sign * parts.overhead;
+  total.prose += sign * parts.prose;
+  total.dense += sign * parts.dense;
+}
+
+function messageParts(message: ChatMessage): EstimateParts {
+  const parts: EstimateParts = { overhead: MESSAGE_OVERHEAD_TOKENS, prose: 0, dense: 0 };
+  switch (message.role) {
+    case 'system':
+    case 'user':
+      parts.prose += utf8Bytes(message.content);
+      break;
+    case 'assistant':
+      parts.prose += utf8Bytes(message.content ?? '');
+      for (const call of message.tool_calls ?? []) {
+        parts.overhead += TOOL_CALL_OVERHEAD_TOKENS;
+        parts.prose += utf8Bytes(call.function.name);
+        parts.dense += rememberedArgumentBytes(call.function.arguments, toolCallArgumentBytes);
+        parts.dense += utf8Bytes(call.id);
       }
+      break;
+    case 'tool':
+      parts.dense += utf8Bytes(message.content);
+      parts.dense += utf8Bytes(message.tool_call_id);
+      break;
+    default: {
+      const unreachable: never = message;
+      throw new Error(`Unknown message role in ${JSON.stringify(unreachable)}`);
     }
   }
-  denseBytes += toolSchemaBytes(tools);
-  return overhead + Math.ceil(proseBytes / PROSE_BYTES_PER_TOKEN) + Math.ceil(denseBytes / DENSE_BYTES_PER_TOKEN);
+  return parts;
+}
+
+/** The raw estimate from summed parts and the tool schema list's bytes (dense). */
+function tokensOf(parts: EstimateParts, schemaBytes: number): number {
+  return parts.overhead + Math.ceil(parts.prose / PROSE_BYTES_PER_TOKEN) + Math.ceil((parts.dense + schemaBytes) / DENSE_BYTES_PER_TOKEN);
 }
 
 /** The calibrated estimate: the raw estimate scaled by a factor of at least 1, rounded up. */
@@ -345,14 +367,25 @@ export function fitContext(
   let estimate = measure(candidate);
   let droppedTurns = 0;
   if (estimate > budget.budget) {
+    // Each message is measured once; dropping a turn subtracts its share, so
+    // a long conversation fits in one pass (the sums give the same estimate
+    // as measuring each candidate list anew).
     const { head, turns } = partitionTranscript(messages);
-    let kept = turns;
-    while (kept.length > 1 && estimate > budget.budget) {
-      kept = kept.slice(1);
+    const schemaBytes = toolSchemaBytes(tools);
+    const total = emptyParts();
+    for (const message of head) addParts(total, messageParts(message));
+    const turnParts = turns.map((turn) => {
+      const parts = emptyParts();
+      for (const message of turn) addParts(parts, messageParts(message));
+      addParts(total, parts);
+      return parts;
+    });
+    while (turns.length - droppedTurns > 1 && estimate > budget.budget) {
+      addParts(total, turnParts[droppedTurns]!, -1);
       droppedTurns += 1;
-      candidate = [...head, ...kept.flat()];
-      estimate = measure(candidate);
+      estimate = calibratedEstimate(tokensOf(total, schemaBytes), factor);
     }
+    if (droppedTurns > 0) candidate = [...head, ...turns.slice(droppedTurns).flat()];
   }
 
   if (!toolMessagesArePaired(candidate)) {

@@ -72,6 +72,12 @@ export interface AgentLoopInput extends AssemblyInput {
   stream?: boolean;
   /** Tools that need a person's approval in this run, besides those that declare it themselves. */
   approvalRequired?: readonly string[];
+  /**
+   * Send a transcript that does not fit even after dropping every turn that
+   * may go, instead of ending the run `context_truncated` (a conversation
+   * turn: the estimate errs high, and the provider may still answer).
+   */
+  sendOverBudget?: boolean;
   /** Token and cost limits checked before every model call. */
   budget?: Partial<RunBudget>;
   /**
@@ -80,6 +86,12 @@ export interface AgentLoopInput extends AssemblyInput {
    * The loop stores the deadline on the APPROVAL step; the service enforces it.
    */
   approvalTimeoutSeconds?: number | null;
+  /**
+   * The JSON Schema (text) the final answer must match: each answer is
+   * validated on the server; an invalid first answer gets one repair call
+   * (run-machine.ts), a second ends the run `invalid_output`.
+   */
+  structuredOutput?: { schemaJson: string } | null;
   /**
    * Go on from these stored steps instead of starting afresh: after a person
    * decided the pending calls, or after taking the run over from an

@@ -116,6 +116,8 @@ export interface LlmStep extends StepBase {
   requestedToolCalls: RequestedToolCall[];
   /** Settings the provider ignored; present only when there are some. */
   warnings?: string[];
+  /** The model the provider reported answering; present only when it said. */
+  model?: string;
   /**
    * The call was made again by the instance that took the run over: the one
    * that made it first stopped before its answer was stored. The CONTEXT and
@@ -124,6 +126,13 @@ export interface LlmStep extends StepBase {
   resentAfterTakeover?: true;
   /** The decoded provider body; present only when raw capture was asked for. */
   raw?: unknown;
+  /**
+   * A run with an output schema: whether this answer matched it (validated
+   * on the server); the failed answer's text stays in `content`.
+   */
+  outputValid?: boolean;
+  /** Why the answer did not match (Ajv's words); present only when it did not. */
+  outputError?: string;
 }
 
 export interface ToolStep extends StepBase {
@@ -159,6 +168,8 @@ export interface LoopOutcome {
   /** The error's class name, e.g. `ProviderConnectionError`. */
   errorClass: string | null;
   dryRun: boolean;
+  /** The model the provider reported for the answer in `finalContent`; present only when it said. */
+  model?: string;
 }
 
 /** The last step of every run, exactly one per run. */

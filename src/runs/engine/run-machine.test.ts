@@ -178,4 +178,17 @@ describe('the run state machine', () => {
     expect(budgetWouldBeExceeded(progress, { maxTotalTokens: null, maxCost: 0.05 }, { promptEstimate: 10, costPerPromptToken: 0.01 })).toBe(true);
     expect(budgetWouldBeExceeded(progress, { maxTotalTokens: null, maxCost: 0.2 }, { promptEstimate: 10, costPerPromptToken: 0.01 })).toBe(false);
   });
+
+  test('structured output: an answer that failed the schema gets one repair call, a second failure ends invalid_output (FAILED)', () => {
+    const noTools = rules({ offersTools: false, maxRounds: 1 });
+    const failed = (round: number, content: string): LoopStep => ({ ...(llm(round, [], content) as Extract<LoopStep, { kind: 'llm' }>), outputValid: false });
+    const first = rebuildProgress([context(1), request(1, []), failed(1, 'bad')], noTools);
+    expect(nextAction(first, noTools)).toEqual({ kind: 'call_model', round: 2, withTools: false, repair: true });
+    const second = rebuildProgress([context(1), request(1, []), failed(1, 'bad'), context(2), request(2, []), failed(2, 'worse')], noTools);
+    expect(nextAction(second, noTools)).toEqual({ kind: 'end', reason: 'invalid_output', truncated: false, finalContent: 'worse' });
+    expect(endStatusOf('invalid_output')).toBe('FAILED');
+    const repaired = rebuildProgress([context(1), request(1, []), failed(1, 'bad'), context(2), request(2, []), { ...(llm(2, [], 'good') as Extract<LoopStep, { kind: 'llm' }>), outputValid: true }], noTools);
+    expect(nextAction(repaired, noTools)).toEqual({ kind: 'end', reason: 'completed', truncated: false, finalContent: 'good' });
+    expect(repaired.usage.totalTokens).toBe(30);
+  });
 });

@@ -20,6 +20,7 @@
 
 import type { ChatMessage, ToolCall, Usage } from '../../providers/adapters/types';
 import { calibrateFromUsage, calibrationAfterFit, firstSendCalibration, type ContextCalibration } from './context-window';
+import { addUsage } from './usage-limits';
 import type { ApprovalDecision, ContextBudgetReport, RequestedToolCall, RunOutcomeStatus, LoopStep } from './loop-step';
 
 /** Every state a run can be in (the GraphQL `RunStatus`). */
@@ -49,6 +50,7 @@ export function isOpenRunState(state: string): boolean {
  * - `interrupted`: the instance executing the run died during a tool call that
  *   must not run twice, or before the run could be resumed at all;
  * - `dry_run`: the messages were assembled and not sent;
+ * - `invalid_output`: the answer did not match the run's output schema, also after one repair call;
  * - `error`: anything else went wrong inside the service (e.g. recording a step).
  */
 export const TERMINATION_REASONS = [
@@ -61,6 +63,7 @@ export const TERMINATION_REASONS = [
   'context_truncated',
   'interrupted',
   'dry_run',
+  'invalid_output',
   'error',
 ] as const;
 export type TerminationReason = (typeof TERMINATION_REASONS)[number];
@@ -79,6 +82,7 @@ export function endStatusOf(reason: TerminationReason): RunOutcomeStatus {
     case 'approval_denied':
     case 'provider_failed':
     case 'interrupted':
+    case 'invalid_output':
     case 'error':
       return 'FAILED';
   }
@@ -158,8 +162,8 @@ export interface RunProgress {
   lastContext: ContextBudgetReport | null;
   /** Tools offered with the last request. */
   lastToolsOffered: string[] | null;
-  /** The last model answer. */
-  lastAnswer: { round: number; content: string; toolCalls: RequestedToolCall[]; withTools: boolean } | null;
+  /** The last model answer; `outputValid` false: it did not match the run's output schema; `model`: the model the provider reported. */
+  lastAnswer: { round: number; content: string; toolCalls: RequestedToolCall[]; withTools: boolean; outputValid?: boolean; model?: string } | null;
   /** The turn whose tool calls are not all done yet. */
   openTurn: OpenTurn | null;
   /** A model call begun (CONTEXT stored) and not answered; null otherwise. */
@@ -246,7 +250,7 @@ export function applyStep(progress: RunProgress, step: LoopStep, rules: Pick<Run
       progress.round = step.round;
       const withTools = (progress.lastToolsOffered?.length ?? 0) > 0;
       if (step.round <= rules.maxRounds) progress.iterations = step.round;
-      progress.lastAnswer = { round: step.round, content: step.content, toolCalls: step.requestedToolCalls, withTools };
+      progress.lastAnswer = { round: step.round, content: step.content, toolCalls: step.requestedToolCalls, withTools, outputValid: step.outputValid, ...(step.model ? { model: step.model } : {}) };
       if (withTools && step.requestedToolCalls.length > 0) {
         progress.transcript?.push({
           role: 'assistant',
@@ -320,15 +324,6 @@ export function isStoredAgain(stored: unknown, fresh: unknown): boolean {
   return stored !== null && stored !== undefined && JSON.stringify(stored) === JSON.stringify(fresh);
 }
 
-function addUsage(total: Usage, usage: Usage): void {
-  total.promptTokens += usage.promptTokens;
-  total.completionTokens += usage.completionTokens;
-  total.totalTokens = total.promptTokens + total.completionTokens;
-  if (usage.cachedInputTokens !== undefined) total.cachedInputTokens = (total.cachedInputTokens ?? 0) + usage.cachedInputTokens;
-  if (usage.cacheWriteTokens !== undefined) total.cacheWriteTokens = (total.cacheWriteTokens ?? 0) + usage.cacheWriteTokens;
-  if (usage.reasoningTokens !== undefined) total.reasoningTokens = (total.reasoningTokens ?? 0) + usage.reasoningTokens;
-}
-
 // ---------------------------------------------------------------------------
 // Stop conditions: each one named predicate.
 // ---------------------------------------------------------------------------
@@ -336,6 +331,16 @@ function addUsage(total: Usage, usage: Usage): void {
 /** The model's last answer asked for no tools: the run is done. */
 export function answeredWithoutTools(progress: RunProgress): boolean {
   return progress.lastAnswer !== null && progress.lastAnswer.toolCalls.length === 0;
+}
+
+/** The last answer did not match the run's output schema. */
+export function answerFailedSchema(progress: RunProgress): boolean {
+  return progress.lastAnswer?.outputValid === false;
+}
+
+/** Structured output makes exactly one repair call: only a first answer is repaired. */
+export function repairsLeft(progress: RunProgress): boolean {
+  return progress.lastAnswer !== null && progress.lastAnswer.round === 1;
 }
 
 /** The last call was made without tools (the cap's synthesis call, or a run offering none): its answer ends the run. */
@@ -399,7 +404,7 @@ function refusedByApproval(turn: OpenTurn, call: RequestedToolCall): boolean {
 // ---------------------------------------------------------------------------
 
 export type RunAction =
-  | { kind: 'call_model'; round: number; withTools: boolean }
+  | { kind: 'call_model'; round: number; withTools: boolean; repair?: boolean } // repair: show the model its answer that failed the output schema
   /** `afterApproval`: a person decided this turn (a tool no longer offered is then refused as such). */
   | { kind: 'run_tool'; call: RequestedToolCall; refusal: string | null; afterApproval: boolean }
   | { kind: 'ask_approval'; calls: RequestedToolCall[] }
@@ -422,6 +427,9 @@ export function nextAction(progress: RunProgress, rules: RunRules, resumedAfterC
   }
   const answer = progress.lastAnswer;
   if (answer !== null) {
+    if (answerFailedSchema(progress)) {
+      return repairsLeft(progress) ? { kind: 'call_model', round: answer.round + 1, withTools: false, repair: true } : { kind: 'end', reason: 'invalid_output', truncated: false, finalContent: answer.content };
+    }
     if (answeredLastCall(progress)) {
       const capped = rules.offersTools;
       return { kind: 'end', reason: capped ? 'max_iterations' : 'completed', truncated: capped, finalContent: answer.content };

@@ -45,3 +45,13 @@ export function storedCost(value: number | null): number | null {
   if (!Number.isFinite(value) || value <= 0) return 0;
   return Math.min(MAX_STORED_COST, Math.round(value * 1e6) / 1e6);
 }
+
+/** Adds one call's usage to a run's totals (in place). */
+export function addUsage(total: Usage, usage: Usage): void {
+  total.promptTokens += usage.promptTokens;
+  total.completionTokens += usage.completionTokens;
+  total.totalTokens = total.promptTokens + total.completionTokens;
+  if (usage.cachedInputTokens !== undefined) total.cachedInputTokens = (total.cachedInputTokens ?? 0) + usage.cachedInputTokens;
+  if (usage.cacheWriteTokens !== undefined) total.cacheWriteTokens = (total.cacheWriteTokens ?? 0) + usage.cacheWriteTokens;
+  if (usage.reasoningTokens !== undefined) total.reasoningTokens = (total.reasoningTokens ?? 0) + usage.reasoningTokens;
+}

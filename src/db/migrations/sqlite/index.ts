@@ -14,6 +14,10 @@ import { ApiTokenIdentityOwnSqlite1796447177322 } from './1796447177322-api-toke
 import { AddTasksOwnSqlite1796460488751 } from './1796460488751-add-tasks-own';
 import { AddTasksTypo3Sqlite1796460488751 } from './1796460488751-add-tasks-typo3';
 import { UsageLedgerTypo3Sqlite1796460489111 } from './1796460489111-usage-ledger-typo3';
+import { AddConversationsOwnSqlite1796460649137 } from './1796460649137-add-conversations-own';
+import { AddConversationsTypo3Sqlite1796460649137 } from './1796460649137-add-conversations-typo3';
+import { AddTaskRunProvenanceOwnSqlite1796461231134 } from './1796461231134-add-task-run-provenance-own';
+import { AddTaskReleasesOwnSqlite1796462891961 } from './1796462891961-add-task-releases-own';
 
-export const sqliteTypo3Migrations: Function[] = [InitialTypo3Sqlite1795954286115, AddMcpServersTypo3Sqlite1796018380053, Typo3ParityTypo3Sqlite1796029851071, AddTasksTypo3Sqlite1796460488751, UsageLedgerTypo3Sqlite1796460489111];
-export const sqliteOwnMigrations: Function[] = [InitialOwnSqlite1795954286115, AddRunLeaseOwnSqlite1795955915443, AddMcpServersOwnSqlite1796018380053, AddPromptVersionsOwnSqlite1796018541003, AddWebhooksOwnSqlite1796032425243, AddRunRequestsOwnSqlite1796032847452, AddReleasesOwnSqlite1796041074811, AddRunApprovalDeadlinesOwnSqlite1796043338379, ApiTokenIdentityOwnSqlite1796447177322, AddTasksOwnSqlite1796460488751];
+export const sqliteTypo3Migrations: Function[] = [InitialTypo3Sqlite1795954286115, AddMcpServersTypo3Sqlite1796018380053, Typo3ParityTypo3Sqlite1796029851071, AddTasksTypo3Sqlite1796460488751, UsageLedgerTypo3Sqlite1796460489111, AddConversationsTypo3Sqlite1796460649137];
+export const sqliteOwnMigrations: Function[] = [InitialOwnSqlite1795954286115, AddRunLeaseOwnSqlite1795955915443, AddMcpServersOwnSqlite1796018380053, AddPromptVersionsOwnSqlite1796018541003, AddWebhooksOwnSqlite1796032425243, AddRunRequestsOwnSqlite1796032847452, AddReleasesOwnSqlite1796041074811, AddRunApprovalDeadlinesOwnSqlite1796043338379, ApiTokenIdentityOwnSqlite1796447177322, AddTasksOwnSqlite1796460488751, AddConversationsOwnSqlite1796460649137, AddTaskRunProvenanceOwnSqlite1796461231134, AddTaskReleasesOwnSqlite1796462891961];

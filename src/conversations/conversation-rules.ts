@@ -1,0 +1,141 @@
+/**
+ * The conversation rules of nr_llm (ADR-083, ADR-121), as pure functions:
+ * what input is accepted, who may see a session, how a stored message is
+ * replayed, what reply a finished turn stores, how sequences are allocated,
+ * and when a session is old enough to purge.
+ */
+import type { Role } from '../auth/roles';
+import type { ChatMessage } from '../providers/adapters/types';
+
+export type MessageRole = 'user' | 'assistant';
+
+/** `tx_nrllm_ai_session.title` is varchar(255). */
+export const MAX_TITLE_LENGTH = 255;
+/** The largest message a turn takes, as for a run's prompt. */
+export const MAX_MESSAGE_BYTES = 1_000_000;
+/** Tries to take the next sequence before a turn gives up (nr_llm's). */
+export const SEQUENCE_ATTEMPTS = 5;
+/** nr_llm's privacy window for conversations: 30 days by default. */
+export const DEFAULT_RETENTION_DAYS = 30;
+
+export type Check = { ok: true } | { ok: false; message: string };
+
+export function checkTitle(title: string): Check {
+  if ([...title].length > MAX_TITLE_LENGTH) return { ok: false, message: `title must be at most ${MAX_TITLE_LENGTH} characters` };
+  return { ok: true };
+}
+
+export function checkMessageContent(content: string): Check {
+  if (content.trim() === '') return { ok: false, message: 'content is required: a message cannot be empty' };
+  if (Buffer.byteLength(content, 'utf8') > MAX_MESSAGE_BYTES) return { ok: false, message: `content must be at most ${MAX_MESSAGE_BYTES} bytes (UTF-8)` };
+  return { ok: true };
+}
+
+/** Who asks: a token's role, its uid and the backend user it acts as (0: none). */
+export interface ConversationActor {
+  role: Role;
+  tokenUid: number;
+  beUser: number;
+}
+
+/**
+ * Whether `actor` may read and continue a session: an ADMIN always; a
+ * session of a backend user belongs to every token acting as that user (as
+ * in TYPO3); a session without one belongs to the token that opened it.
+ * Anyone else is told the session does not exist.
+ */
+export function mayAccess(actor: ConversationActor, session: { beUser: number }, ownerToken: number | null): boolean {
+  if (actor.role === 'ADMIN') return true;
+  if (session.beUser > 0) return actor.beUser === session.beUser;
+  return ownerToken !== null && ownerToken > 0 && ownerToken === actor.tokenUid;
+}
+
+/** The token a new session records as its owner: only a token that acts as no backend user needs one. */
+export function ownerTokenOf(actor: ConversationActor): number {
+  return actor.beUser > 0 ? 0 : actor.tokenUid;
+}
+
+/** A message's id as a chat front end sees it: the session's uuid and the message's sequence. */
+export function messageIdOf(sessionUuid: string, sequence: number): string {
+  return `${sessionUuid}:${sequence}`;
+}
+
+/**
+ * The stored messages as the model gets them again: `{role, content}` in
+ * sequence order. A row with any other role (written by hand) is left out.
+ */
+export function replayedHistory(rows: readonly { role: string; content: string }[]): ChatMessage[] {
+  const messages: ChatMessage[] = [];
+  for (const row of rows) {
+    if (row.role === 'user') messages.push({ role: 'user', content: row.content });
+    else if (row.role === 'assistant') messages.push({ role: 'assistant', content: row.content });
+  }
+  return messages;
+}
+
+/** The text a turn fails with when its session's configuration can no longer be used (nr_llm's). */
+export function unusableConfigurationMessage(identifier: string, reason: string): string {
+  return `The configuration "${identifier}" this session was opened with is no longer usable: ${reason}`;
+}
+
+/**
+ * What a user row records as dropped turns: NULL for a session on the
+ * default configuration (nr_llm runs no fit there), otherwise the first
+ * call's fit (0: evaluated, nothing dropped).
+ */
+export function droppedTurnsToStore(configurationIdentifier: string, droppedTurns: number): number | null {
+  return configurationIdentifier === '' ? null : droppedTurns;
+}
+
+/** The end of a turn's run, as far as the reply goes. */
+export interface TurnEnd {
+  status: string;
+  finalContent: string | null;
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+  model?: string | null;
+}
+
+/**
+ * The assistant row a finished turn stores: only a completed run with an
+ * answer has one (a failed or cancelled turn leaves its user row alone, as
+ * nr_llm's does when the provider call throws). Token counts are clamped to
+ * the unsigned int columns.
+ */
+export function replyOf(end: TurnEnd, fallbackModel: string): { content: string; model: string; promptTokens: number; completionTokens: number; totalTokens: number } | null {
+  if (end.status !== 'COMPLETED' || end.finalContent === null) return null;
+  return {
+    content: end.finalContent,
+    model: (end.model || fallbackModel).slice(0, 128),
+    promptTokens: unsignedInt(end.promptTokens),
+    completionTokens: unsignedInt(end.completionTokens),
+    totalTokens: unsignedInt(end.totalTokens),
+  };
+}
+
+function unsignedInt(value: number): number {
+  if (!Number.isFinite(value) || value < 0) return 0;
+  return Math.min(Math.trunc(value), 4_294_967_295);
+}
+
+/** 1 … SEQUENCE_ATTEMPTS. */
+export function nextSequenceAttempts(): number[] {
+  return Array.from({ length: SEQUENCE_ATTEMPTS }, (_, index) => index + 1);
+}
+
+export function sequenceAllocationFailed(sessionUid: number): Error {
+  return new Error(`Could not allocate a message sequence for session ${sessionUid} after ${SEQUENCE_ATTEMPTS} attempts.`);
+}
+
+/** A driver error (possibly wrapped by TypeORM) saying an insert hit a unique key. */
+export function isUniqueViolation(error: unknown): boolean {
+  const candidate = error as { code?: unknown; driverError?: { code?: unknown } } | null;
+  const code = candidate?.driverError?.code ?? candidate?.code;
+  return code === 'ER_DUP_ENTRY' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}
+
+/** Sessions idle since before this moment (unix seconds) are purged. */
+export function retentionCutoff(nowSeconds: number, retentionDays: number): number {
+  return nowSeconds - retentionDays * 86_400;
+}

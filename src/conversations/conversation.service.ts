@@ -1,0 +1,293 @@
+/**
+ * Conversations on nr_llm's `tx_nrllm_ai_session(_message)`: every turn is
+ * a run (its steps stream over runTrace like any run's), with the two
+ * message rows written around it as nr_llm writes them: the user message
+ * in the transaction that stores the run (before any provider call), the
+ * reply in the transaction that stores the run's END.
+ */
+import crypto from 'node:crypto';
+import type { EntityManager } from 'typeorm';
+import type { Caller } from '../auth/roles';
+import type { ConfigurationEntity } from '../configurations/configuration.entity';
+import type { ConfigurationService } from '../configurations/configuration.service';
+import type { KeysetPage, PagingCursors } from '../db/keyset';
+import type { Logger } from '../logger';
+import type { ChatMessage } from '../providers/adapters/types';
+import type { EndStep, HistoryReference, RunService, RunView, StartRunRequest, TraceBus } from '../runs';
+import { eventStream } from '../prompt-history/event-stream';
+import { isOpenRunStatus } from '../runs';
+import { BadUserInputError, ConflictError, NotFoundError } from '../shared/errors';
+import { unixNow } from '../shared/time';
+import type { AiSessionMessageEntity } from './ai-session-message.entity';
+import type { AiSessionEntity } from './ai-session.entity';
+import { CONVERSATION_KEY_KINDS, CONVERSATION_LIST, type ConversationListFilter, type ConversationRepository, type StoredConversation } from './conversation.repository';
+import {
+  checkMessageContent,
+  checkTitle,
+  droppedTurnsToStore,
+  mayAccess,
+  ownerTokenOf,
+  replayedHistory,
+  replyOf,
+  retentionCutoff,
+  unusableConfigurationMessage,
+  type ConversationActor,
+} from './conversation-rules';
+
+/** The run options a turn may set (the rest of a run follows the session's configuration). */
+export type TurnOptions = Pick<StartRunRequest, 'tools' | 'approvalRequired' | 'approvalTimeoutSeconds' | 'maxRounds' | 'maxTokens' | 'temperature' | 'stream' | 'maxTotalTokens' | 'maxCost'>;
+
+export interface SentMessage {
+  conversation: StoredConversation;
+  userMessage: AiSessionMessageEntity;
+  run: RunView;
+}
+
+
+export class ConversationService {
+  constructor(
+    private readonly repository: ConversationRepository,
+    private readonly configurations: Pick<ConfigurationService, 'findByIdentifier' | 'findDefault'>,
+    private readonly runs: () => RunService,
+    /** The bus the runs publish on (their steps, and the conversations' channels); asked lazily, as runs. */
+    private readonly bus: () => TraceBus,
+    private readonly cursors: PagingCursors,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Opens a session on `configuration` ('' or absent: the installation's default, resolved on each turn). */
+  async start(caller: Caller, input: { configuration?: string | null; title?: string | null }): Promise<AiSessionEntity> {
+    const title = input.title ?? '';
+    const titleCheck = checkTitle(title);
+    if (!titleCheck.ok) throw new BadUserInputError(titleCheck.message, 'title');
+    let identifier = '';
+    if (input.configuration != null && input.configuration.trim() !== '') {
+      const configuration = await this.configurations.findByIdentifier(input.configuration);
+      if (!configuration) throw new NotFoundError(`No configuration with identifier "${input.configuration}"`, 'configuration');
+      if (!configuration.isActive) throw new BadUserInputError(`The configuration "${configuration.identifier}" is inactive`, 'configuration');
+      identifier = configuration.identifier;
+    }
+    const session = await this.repository.create({ uuid: crypto.randomUUID(), beUser: caller.beUser, configurationIdentifier: identifier, title, ownerToken: ownerTokenOf(actorOf(caller)) });
+    this.logger.info({ conversation: session.uuid, configuration: identifier, by: caller.name }, 'conversation started');
+    return session;
+  }
+
+  /** A session the caller may see; null when there is none or it is someone else's (existence does not leak). */
+  async get(caller: Caller, uuid: string): Promise<StoredConversation | null> {
+    const stored = await this.repository.findByUuid(uuid);
+    if (!stored || !mayAccess(actorOf(caller), stored.session, stored.owner?.ownerToken ?? null)) return null;
+    return stored;
+  }
+
+  /** A page of a session's messages after `afterSequence` (-1: from the first). */
+  messages(sessionUid: number, afterSequence: number, first: number): Promise<AiSessionMessageEntity[]> {
+    return this.repository.messagePage(sessionUid, afterSequence, first);
+  }
+
+  /** The caller's sessions (ADMIN: everyone's), newest activity first. */
+  page(caller: Caller, filter: ConversationListFilter, first: number, after: string | null): Promise<KeysetPage<StoredConversation>> {
+    const scope = { all: caller.role === 'ADMIN', beUser: caller.beUser, tokenUid: caller.tokenUid };
+    return this.cursors.readPage(CONVERSATION_LIST, CONVERSATION_KEY_KINDS, this.repository.listed(scope, filter), first, after);
+  }
+
+  /** Deletes a session the caller may see with its messages; NOT_FOUND otherwise. */
+  async delete(caller: Caller, uuid: string): Promise<void> {
+    const stored = await this.get(caller, uuid);
+    if (!stored) throw notFound(uuid);
+    await this.repository.delete(stored.session.uid);
+    this.bus().publish(channelOf(uuid), { type: 'run-changed', runId: '' });
+    this.logger.info({ conversation: uuid, by: caller.name }, 'conversation deleted');
+  }
+
+  /**
+   * The conversation now, then again each time it changes (a turn taken, a
+   * reply stored), on whichever instance; ends when it is deleted. The
+   * signals come from the bus the runs use (a turn's start on the
+   * conversation's channel, its END on its run's); each is answered by
+   * reading the conversation again, so a lost signal costs nothing the next
+   * one does not bring back.
+   */
+  async *watch(caller: Caller, uuid: string): AsyncGenerator<StoredConversation, void, undefined> {
+    const bus = this.bus();
+    let followed = '';
+    let stopRun: (() => void) | null = null;
+    let push: (signal: 'changed' | 'deleted') => void = () => undefined;
+    const follow = (runId: string) => {
+      if (runId === followed) return;
+      stopRun?.();
+      stopRun = null;
+      followed = runId;
+      if (runId !== '') {
+        stopRun = bus.subscribe(runId, (message) => {
+          if ((message.type === 'step' && message.step.kind === 'end') || message.type === 'reconnected') push('changed');
+        });
+      }
+    };
+    // Listening before the first read: a turn that starts meanwhile is not missed.
+    const signals = eventStream<'changed' | 'deleted'>((pushSignal) => {
+      push = pushSignal;
+      const stop = bus.subscribe(channelOf(uuid), (message) => pushSignal(message.type === 'run-changed' && message.runId === '' ? 'deleted' : 'changed'));
+      return () => {
+        stop();
+        follow('');
+      };
+    }, 16);
+    try {
+      let last = await this.get(caller, uuid);
+      if (!last) throw notFound(uuid);
+      yield last;
+      follow(last.owner?.activeRun ?? '');
+      // The turn followed may have ended before its channel was listened to.
+      if (followed !== '') push('changed');
+      for await (const signal of signals) {
+        if (signal === 'deleted') return;
+        const now = await this.get(caller, uuid);
+        if (!now) return;
+        follow(now.owner?.activeRun ?? '');
+        if (!sameState(last, now)) {
+          last = now;
+          yield now;
+        }
+      }
+    } finally {
+      await signals.return?.();
+    }
+  }
+
+  /**
+   * One turn, in nr_llm's order: the session must exist and be the
+   * caller's; its configuration must still be usable; the history is read
+   * and the context fit made; then, in one transaction, the conversation is
+   * taken for this turn, the user message stored at the next sequence and
+   * the run stored. The run's END stores the reply (`storeReply`). Every
+   * refusal writes nothing.
+   */
+  async send(caller: Caller, input: { conversationId: string; content: string } & TurnOptions, origin: { trace?: unknown } = {}): Promise<SentMessage> {
+    const contentCheck = checkMessageContent(input.content ?? '');
+    if (!contentCheck.ok) throw new BadUserInputError(contentCheck.message, 'content');
+    const stored = await this.get(caller, input.conversationId);
+    if (!stored) throw notFound(input.conversationId);
+    const { session, owner } = stored;
+    const expectedRun = await this.idleOrThrow(owner?.activeRun ?? '');
+    const configuration = await this.turnConfiguration(session);
+    const history = await this.repository.messages(session.uid);
+    const throughSequence = history.length > 0 ? history[history.length - 1]!.sequence : -1;
+
+    const { conversationId: _id, content, ...options } = input;
+    const request: StartRunRequest = {
+      ...options,
+      configuration: configuration.identifier,
+      prompt: content,
+      // A conversation is plain chat unless the turn names tools (as nr_llm's).
+      tools: options.tools ?? [],
+      history: replayedHistory(history),
+      conversation: { session: session.uid, throughSequence },
+      sendOverBudget: true,
+    };
+    let userMessage: AiSessionMessageEntity | null = null;
+    const run = await this.runs()
+      .start(request, caller, origin, {
+        onCreated: async (manager, created, firstFit) => {
+          // Another turn took the conversation between the check and now: nothing is stored.
+          if (!(await this.repository.claimTurn(manager, session.uid, expectedRun, created, owner !== null))) throw new TurnTaken();
+          const message = { role: 'user' as const, content, model: '', promptTokens: 0, completionTokens: 0, totalTokens: 0, droppedTurns: droppedTurnsToStore(session.configurationIdentifier, firstFit.droppedTurns) };
+          const sequence = await this.repository.appendAtNextSequence(manager, session.uid, message);
+          await this.repository.touch(manager, session.uid, sequence + 1);
+          userMessage = Object.assign({} as AiSessionMessageEntity, { uid: 0, pid: 0, session: session.uid, sequence, crdate: unixNow(), ...message });
+        },
+      })
+      .catch(async (error: unknown) => {
+        // Read outside the rolled-back transaction: its connection is not held while another is asked for.
+        if (error instanceof TurnTaken) throw busy((await this.repository.findByUuid(session.uuid))?.owner?.activeRun ?? '');
+        throw error;
+      });
+    const now = unixNow();
+    const sent = userMessage as AiSessionMessageEntity | null;
+    if (!sent) throw new Error('the turn stored no user message');
+    // Stored (the transaction committed): watchers read the conversation again.
+    this.bus().publish(channelOf(session.uuid), { type: 'run-changed', runId: run.row.uuid });
+    return {
+      conversation: { session: Object.assign({} as AiSessionEntity, session, { messageCount: Math.max(session.messageCount, sent.sequence + 1), lastActivity: Math.max(session.lastActivity, now) }), owner: { sessionUid: session.uid, ownerToken: owner?.ownerToken ?? 0, activeRun: run.row.uuid, activeRunUid: run.row.uid } },
+      userMessage: sent,
+      run,
+    };
+  }
+
+  /**
+   * In the transaction of a run's END: a turn's run stores its reply (only a
+   * completed run with an answer; nr_llm keeps a failed turn's user message
+   * without one) and leaves the conversation idle. Other runs pass through
+   * with one indexed read.
+   */
+  async storeReply(manager: EntityManager, ended: { runUid: number; end: EndStep }): Promise<void> {
+    const sessionUid = await this.repository.turnOfRun(manager, ended.runUid);
+    if (sessionUid === null) return;
+    const reply = replyOf(ended.end, '');
+    if (reply) {
+      const sequence = await this.repository.appendAtNextSequence(manager, sessionUid, { role: 'assistant', ...reply, droppedTurns: null });
+      await this.repository.touch(manager, sessionUid, sequence + 1);
+    }
+    await this.repository.releaseTurn(manager, sessionUid, ended.runUid);
+  }
+
+  /** A turn's history again, for its run going on after approval or a takeover. */
+  async history(reference: HistoryReference): Promise<ChatMessage[]> {
+    return replayedHistory(await this.repository.messages(reference.session, reference.throughSequence));
+  }
+
+  /** Deletes the sessions idle for longer than `retentionDays`; how many. */
+  purge(retentionDays: number): Promise<number> {
+    return this.repository.purgeInactiveSince(retentionCutoff(unixNow(), retentionDays));
+  }
+
+  /** '' when the conversation is idle; a run that ended without leaving it idle is returned to be replaced; a running turn is a CONFLICT. */
+  private async idleOrThrow(activeRun: string): Promise<string> {
+    if (activeRun === '') return '';
+    const row = await this.runs().store.findRun(activeRun);
+    if (row && isOpenRunStatus(row.status)) throw busy(activeRun);
+    return activeRun;
+  }
+
+  /**
+   * The configuration a turn runs on, resolved again on every turn: the
+   * session's, which must still exist and be active, or for '' the
+   * installation's default. Refused before anything is written.
+   */
+  private async turnConfiguration(session: AiSessionEntity): Promise<ConfigurationEntity> {
+    const identifier = session.configurationIdentifier;
+    if (identifier === '') {
+      const fallback = await this.configurations.findDefault();
+      if (!fallback) throw new BadUserInputError('This conversation runs on the default configuration, and no active configuration is marked as the default', 'conversationId');
+      return fallback;
+    }
+    const configuration = await this.configurations.findByIdentifier(identifier);
+    if (!configuration) throw new BadUserInputError(unusableConfigurationMessage(identifier, `No configuration with identifier "${identifier}" exists.`), 'conversationId');
+    if (!configuration.isActive) throw new BadUserInputError(unusableConfigurationMessage(identifier, `Configuration "${identifier}" is inactive.`), 'conversationId');
+    return configuration;
+  }
+}
+
+/** The bus channel a conversation's changes are announced on (run ids are bare uuids: no clash). */
+function channelOf(uuid: string): string {
+  return `conversation:${uuid}`;
+}
+
+/** Whether a watcher has seen this state already. */
+function sameState(a: StoredConversation, b: StoredConversation): boolean {
+  return a.session.messageCount === b.session.messageCount && a.session.lastActivity === b.session.lastActivity && a.session.title === b.session.title && (a.owner?.activeRun ?? '') === (b.owner?.activeRun ?? '');
+}
+
+/** A turn found the conversation taken by another inside its transaction (which then stores nothing). */
+class TurnTaken extends Error {}
+
+function actorOf(caller: Caller): ConversationActor {
+  return { role: caller.role, tokenUid: caller.tokenUid, beUser: caller.beUser };
+}
+
+function notFound(uuid: string): NotFoundError {
+  return new NotFoundError(`Unknown conversation "${uuid}".`, 'conversationId');
+}
+
+function busy(runId: string): ConflictError {
+  return new ConflictError(`The conversation is busy: its turn's run "${runId}" has not ended yet. Send the next message once it has (watch runTrace), or cancel that run.`, 'conversationId', { runId });
+}
