@@ -360,6 +360,17 @@ export type RunPageQueryVariables = Exact<{
 
 export type RunPageQuery = { runsConnection: { totalCount: number, pageInfo: { hasNextPage: boolean, endCursor: string | null }, nodes: Array<{ id: string, status: RunStatus, terminationReason: string | null, configurationIdentifier: string | null, releaseLabel: string | null, createdAt: string, finishedAt: string | null, totalTokens: number, estimatedCost: number | null }> } };
 
+export type UsageFiguresFieldsFragment = { requests: number, tokens: number, promptTokens: number, completionTokens: number, cost: number };
+
+export type UsageDashboardQueryVariables = Exact<{
+  from: string;
+  to: string;
+  breakdownLimit?: number | null | undefined;
+}>;
+
+
+export type UsageDashboardQuery = { usageTotals: { days: number, requests: number, tokens: number, promptTokens: number, completionTokens: number, cost: number }, daily: Array<{ date: string | null, requests: number, tokens: number, promptTokens: number, completionTokens: number, cost: number }>, byModel: Array<{ modelId: string | null, requests: number, tokens: number, promptTokens: number, completionTokens: number, cost: number }>, byConfiguration: Array<{ configurationUid: number | null, configuration: string | null, requests: number, tokens: number, promptTokens: number, completionTokens: number, cost: number }>, bySource: Array<{ source: string | null, requests: number, tokens: number, promptTokens: number, completionTokens: number, cost: number }> };
+
 export class TypedDocumentString<TResult, TVariables>
   extends String
   implements DocumentTypeDecoration<TResult, TVariables>
@@ -526,6 +537,15 @@ export const RunSummaryFieldsFragmentDoc = new TypedDocumentString(`
   finishedAt
 }
     `, {"fragmentName":"RunSummaryFields"}) as unknown as TypedDocumentString<RunSummaryFieldsFragment, unknown>;
+export const UsageFiguresFieldsFragmentDoc = new TypedDocumentString(`
+    fragment UsageFiguresFields on UsageRow {
+  requests
+  tokens
+  promptTokens
+  completionTokens
+  cost
+}
+    `, {"fragmentName":"UsageFiguresFields"}) as unknown as TypedDocumentString<UsageFiguresFieldsFragment, unknown>;
 export const ConfigurationsDocument = new TypedDocumentString(`
     query Configurations($limit: Int = 100) {
   configurations(limit: $limit) {
@@ -1211,3 +1231,43 @@ export const RunPageDocument = new TypedDocumentString(`
   }
 }
     `) as unknown as TypedDocumentString<RunPageQuery, RunPageQueryVariables>;
+export const UsageDashboardDocument = new TypedDocumentString(`
+    query UsageDashboard($from: DateTime!, $to: DateTime!, $breakdownLimit: Int = 20) {
+  usageTotals(from: $from, to: $to) {
+    days
+    requests
+    tokens
+    promptTokens
+    completionTokens
+    cost
+  }
+  daily: usage(from: $from, to: $to, groupBy: [DAY]) {
+    date
+    ...UsageFiguresFields
+  }
+  byModel: usage(from: $from, to: $to, groupBy: [MODEL], limit: $breakdownLimit) {
+    modelId
+    ...UsageFiguresFields
+  }
+  byConfiguration: usage(
+    from: $from
+    to: $to
+    groupBy: [CONFIGURATION]
+    limit: $breakdownLimit
+  ) {
+    configurationUid
+    configuration
+    ...UsageFiguresFields
+  }
+  bySource: usage(from: $from, to: $to, groupBy: [SOURCE], limit: $breakdownLimit) {
+    source
+    ...UsageFiguresFields
+  }
+}
+    fragment UsageFiguresFields on UsageRow {
+  requests
+  tokens
+  promptTokens
+  completionTokens
+  cost
+}`) as unknown as TypedDocumentString<UsageDashboardQuery, UsageDashboardQueryVariables>;
