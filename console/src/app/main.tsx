@@ -11,12 +11,14 @@ import { Landing } from './landing';
 import { RunPage } from './run-page';
 import { RunPlayground } from './run-playground';
 import { RunsList } from './runs-list';
+import { UsagePage } from './usage-page';
 import '../shared/console.css';
 
 function route(pathname: string) {
   const path = pathname.replace(/\/+$/, '') || '/';
   if (path === '/runs') return { title: 'Runs', page: <RunsList /> };
   if (path === '/runs/new') return { title: 'New run', page: <RunPlayground /> };
+  if (path === '/usage') return { title: 'Usage', page: <UsagePage /> };
   const run = /^\/runs\/([^/]+)$/.exec(path);
   if (run) return { title: 'Run', page: <RunPage id={decodeURIComponent(run[1]!)} /> };
   return { title: 'promptwire', page: <Landing /> };

@@ -4,6 +4,7 @@ import { signOut } from './sign-in';
 const LINKS = [
   { href: '/runs', label: 'Runs' },
   { href: '/runs/new', label: 'New run' },
+  { href: '/usage', label: 'Usage' },
   { href: '/playground', label: 'Playground' },
 ];
 
