@@ -257,7 +257,12 @@ class AgentLoopRun {
     const started = performance.now();
     let result: ChatResult;
     try {
-      result = await raceAbort(invokeProvider(this.input.adapter, this.input.stream === true, request, this.signal, (kind, text) => this.emitDelta({ kind, text, round })), this.signal);
+      const streamed = { content: 0, thinking: 0 };
+      const onDelta = (kind: LoopDelta['kind'], text: string) => {
+        this.emitDelta({ kind, text, round, offset: streamed[kind] });
+        streamed[kind] += text.length;
+      };
+      result = await raceAbort(invokeProvider(this.input.adapter, this.input.stream === true, request, this.signal, onDelta), this.signal);
     } catch (error) {
       await permit.release();
       if (error instanceof RunCancelled || this.signal.aborted) {
