@@ -11,6 +11,8 @@ import { Landing } from './landing';
 import { RunPage } from './run-page';
 import { RunPlayground } from './run-playground';
 import { RunsList } from './runs-list';
+import { TaskPage } from './task-page';
+import { TasksList } from './tasks-list';
 import '../shared/console.css';
 
 function route(pathname: string) {
@@ -19,6 +21,9 @@ function route(pathname: string) {
   if (path === '/runs/new') return { title: 'New run', page: <RunPlayground /> };
   const run = /^\/runs\/([^/]+)$/.exec(path);
   if (run) return { title: 'Run', page: <RunPage id={decodeURIComponent(run[1]!)} /> };
+  if (path === '/tasks') return { title: 'Tasks', page: <TasksList /> };
+  const task = /^\/tasks\/([^/]+)$/.exec(path);
+  if (task) return { title: 'Task', page: <TaskPage identifier={decodeURIComponent(task[1]!)} /> };
   return { title: 'promptwire', page: <Landing /> };
 }
 
