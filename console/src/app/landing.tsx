@@ -31,6 +31,10 @@ export function Landing() {
           <h2>Runs</h2>
           <p>Every run, newest first, updating live. Open one to watch its trace step by step.</p>
         </a>
+        <a className="tile" href="/usage" data-link="usage">
+          <h2>Usage</h2>
+          <p>Tokens, cost and requests per day, by model, configuration and source, from the usage ledger TYPO3 shares (administrators).</p>
+        </a>
       </div>
     </section>
   );

@@ -13,12 +13,14 @@ import { RunPlayground } from './run-playground';
 import { RunsList } from './runs-list';
 import { TaskPage } from './task-page';
 import { TasksList } from './tasks-list';
+import { UsagePage } from './usage-page';
 import '../shared/console.css';
 
 function route(pathname: string) {
   const path = pathname.replace(/\/+$/, '') || '/';
   if (path === '/runs') return { title: 'Runs', page: <RunsList /> };
   if (path === '/runs/new') return { title: 'New run', page: <RunPlayground /> };
+  if (path === '/usage') return { title: 'Usage', page: <UsagePage /> };
   const run = /^\/runs\/([^/]+)$/.exec(path);
   if (run) return { title: 'Run', page: <RunPage id={decodeURIComponent(run[1]!)} /> };
   if (path === '/tasks') return { title: 'Tasks', page: <TasksList /> };

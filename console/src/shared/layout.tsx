@@ -5,6 +5,7 @@ const LINKS = [
   { href: '/runs', label: 'Runs' },
   { href: '/runs/new', label: 'New run' },
   { href: '/tasks', label: 'Tasks' },
+  { href: '/usage', label: 'Usage' },
   { href: '/playground', label: 'Playground' },
 ];
 

@@ -516,6 +516,17 @@ export type RunTaskMutationVariables = Exact<{
 
 export type RunTaskMutation = { runTask: { content: string | null, outputFormat: string, output: unknown, outputValid: boolean | null, rawOutput: string | null, appliedSkills: Array<string>, attempts: number, run: { task: string | null, id: string, status: RunStatus, terminationReason: string | null, dryRun: boolean, configurationIdentifier: string | null, iterations: number, truncated: boolean, finalContent: string | null, promptTokens: number, completionTokens: number, totalTokens: number, estimatedCost: number | null, error: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null } } };
 
+export type UsageFiguresFieldsFragment = { requests: number, tokens: number, promptTokens: number, completionTokens: number, cost: number };
+
+export type UsageDashboardQueryVariables = Exact<{
+  from: string;
+  to: string;
+  breakdownLimit?: number | null | undefined;
+}>;
+
+
+export type UsageDashboardQuery = { usageTotals: { days: number, requests: number, tokens: number, promptTokens: number, completionTokens: number, cost: number }, daily: Array<{ date: string | null, requests: number, tokens: number, promptTokens: number, completionTokens: number, cost: number }>, byModel: Array<{ modelId: string | null, requests: number, tokens: number, promptTokens: number, completionTokens: number, cost: number }>, byConfiguration: Array<{ configurationUid: number | null, configuration: string | null, requests: number, tokens: number, promptTokens: number, completionTokens: number, cost: number }>, bySource: Array<{ source: string | null, requests: number, tokens: number, promptTokens: number, completionTokens: number, cost: number }> };
+
 export class TypedDocumentString<TResult, TVariables>
   extends String
   implements DocumentTypeDecoration<TResult, TVariables>
@@ -773,6 +784,15 @@ export const TaskRunFieldsFragmentDoc = new TypedDocumentString(`
   startedAt
   finishedAt
 }`, {"fragmentName":"TaskRunFields"}) as unknown as TypedDocumentString<TaskRunFieldsFragment, unknown>;
+export const UsageFiguresFieldsFragmentDoc = new TypedDocumentString(`
+    fragment UsageFiguresFields on UsageRow {
+  requests
+  tokens
+  promptTokens
+  completionTokens
+  cost
+}
+    `, {"fragmentName":"UsageFiguresFields"}) as unknown as TypedDocumentString<UsageFiguresFieldsFragment, unknown>;
 export const ConfigurationsDocument = new TypedDocumentString(`
     query Configurations($limit: Int = 100) {
   configurations(limit: $limit) {
@@ -1727,3 +1747,43 @@ fragment TaskRunFields on TaskRun {
   appliedSkills
   attempts
 }`) as unknown as TypedDocumentString<RunTaskMutation, RunTaskMutationVariables>;
+export const UsageDashboardDocument = new TypedDocumentString(`
+    query UsageDashboard($from: DateTime!, $to: DateTime!, $breakdownLimit: Int = 20) {
+  usageTotals(from: $from, to: $to) {
+    days
+    requests
+    tokens
+    promptTokens
+    completionTokens
+    cost
+  }
+  daily: usage(from: $from, to: $to, groupBy: [DAY]) {
+    date
+    ...UsageFiguresFields
+  }
+  byModel: usage(from: $from, to: $to, groupBy: [MODEL], limit: $breakdownLimit) {
+    modelId
+    ...UsageFiguresFields
+  }
+  byConfiguration: usage(
+    from: $from
+    to: $to
+    groupBy: [CONFIGURATION]
+    limit: $breakdownLimit
+  ) {
+    configurationUid
+    configuration
+    ...UsageFiguresFields
+  }
+  bySource: usage(from: $from, to: $to, groupBy: [SOURCE], limit: $breakdownLimit) {
+    source
+    ...UsageFiguresFields
+  }
+}
+    fragment UsageFiguresFields on UsageRow {
+  requests
+  tokens
+  promptTokens
+  completionTokens
+  cost
+}`) as unknown as TypedDocumentString<UsageDashboardQuery, UsageDashboardQueryVariables>;
