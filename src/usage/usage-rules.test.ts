@@ -16,7 +16,6 @@ import {
   type Limits,
   type UserBudgetLimits,
 } from './usage-rules';
-import { InFlightCalls } from './in-flight-calls';
 
 const none: Limits = { requests: 0, tokens: 0, cost: 0 };
 const utc = (iso: string) => Date.parse(iso) / 1000;
@@ -136,34 +135,5 @@ describe('usage days in a time zone', () => {
       expect(clock.dayOf(utc(at))).toBe(dayStart(utc(at), 'Europe/Berlin'));
       expect(clock.monthOf(utc(at))).toBe(monthStart(utc(at), 'Europe/Berlin'));
     }
-  });
-});
-
-describe('calls a budget check cannot see yet', () => {
-  it('counts calls under way, and calls booked after the read began, until every read has seen them', () => {
-    const calls = new InFlightCalls();
-    const mine = (reservation: { beUser: number }) => reservation.beUser === 7;
-    const early = calls.beginRead();
-    const running = calls.reserve(7, 1);
-    expect(calls.unseen(early, mine)).toBe(1);
-    calls.booked(running);
-    // Booked after `early` began: that read may have missed it.
-    expect(calls.unseen(early, mine)).toBe(1);
-    const late = calls.beginRead();
-    expect(calls.unseen(late, mine)).toBe(0);
-    calls.endRead(early);
-    calls.endRead(late);
-    expect(calls.size).toBe(0);
-  });
-
-  it('forgets a failed call at once and counts only its own scope', () => {
-    const calls = new InFlightCalls();
-    const read = calls.beginRead();
-    const failed = calls.reserve(7, 1);
-    calls.reserve(8, 1);
-    expect(calls.unseen(read, (reservation) => reservation.beUser === 7)).toBe(1);
-    expect(calls.unseen(read, (reservation) => reservation.configurationUid === 1)).toBe(2);
-    calls.release(failed);
-    expect(calls.unseen(read, (reservation) => reservation.beUser === 7)).toBe(0);
   });
 });

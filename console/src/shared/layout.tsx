@@ -6,6 +6,7 @@ const LINKS = [
   { href: '/runs/new', label: 'New run' },
   { href: '/tasks', label: 'Tasks' },
   { href: '/usage', label: 'Usage' },
+  { href: '/chat', label: 'Chat' },
   { href: '/playground', label: 'Playground' },
 ];
 

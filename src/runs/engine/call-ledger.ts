@@ -41,8 +41,8 @@ export interface CallPermit {
   allowed: true;
   /** After a successful call: its usage and cost (null = unpriced). Never rejects: a failure to book is logged. */
   book(usage: Usage, estimatedCost: number | null): Promise<void>;
-  /** The call failed or was not made: nothing is booked. */
-  release(): void;
+  /** The call failed or was not made: nothing is booked. Never rejects. */
+  release(): Promise<void>;
 }
 
 /** A call that must not go: the run ends `budget_exhausted` with `message`. */
@@ -61,7 +61,7 @@ export interface CallLedger {
 }
 
 /** The permit of a run without a ledger. */
-const UNMETERED: CallPermit = { allowed: true, book: () => Promise.resolve(), release: () => undefined };
+const UNMETERED: CallPermit = { allowed: true, book: () => Promise.resolve(), release: () => Promise.resolve() };
 
 /** Asks the run's ledger, if it has one. */
 export function askLedger(ledger: CallLedger | undefined, toolsOffered: boolean): Promise<CallPermit | CallRefusal> {
