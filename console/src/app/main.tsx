@@ -12,6 +12,7 @@ import { RunPage } from './run-page';
 import { RunPlayground } from './run-playground';
 import { RunsList } from './runs-list';
 import { UsagePage } from './usage-page';
+import { ChatPage, ChatStart } from './chat-page';
 import '../shared/console.css';
 
 function route(pathname: string) {
@@ -19,6 +20,9 @@ function route(pathname: string) {
   if (path === '/runs') return { title: 'Runs', page: <RunsList /> };
   if (path === '/runs/new') return { title: 'New run', page: <RunPlayground /> };
   if (path === '/usage') return { title: 'Usage', page: <UsagePage /> };
+  if (path === '/chat') return { title: 'Chat', page: <ChatStart /> };
+  const chat = /^\/chat\/([^/]+)$/.exec(path);
+  if (chat) return { title: 'Chat', page: <ChatPage id={decodeURIComponent(chat[1]!)} /> };
   const run = /^\/runs\/([^/]+)$/.exec(path);
   if (run) return { title: 'Run', page: <RunPage id={decodeURIComponent(run[1]!)} /> };
   return { title: 'promptwire', page: <Landing /> };

@@ -5,6 +5,7 @@ const LINKS = [
   { href: '/runs', label: 'Runs' },
   { href: '/runs/new', label: 'New run' },
   { href: '/usage', label: 'Usage' },
+  { href: '/chat', label: 'Chat' },
   { href: '/playground', label: 'Playground' },
 ];
 
