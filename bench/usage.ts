@@ -80,18 +80,19 @@ async function measureCalls(database: ScratchDatabase, calls: number): Promise<U
       source: 'bench',
       taskUid: 0,
       configurationUid: limited ? 11 : 12,
+      configurationIdentifier: limited ? 'bench_capped' : 'bench_open',
       configurationCaps: limited ? { requests: 1_000_000, tokens: 1_000_000_000, cost: 100_000 } : { requests: 0, tokens: 0, cost: 0 },
       modelUid: 3,
       modelId: 'bench-model',
       providerType: 'openai',
     });
-    const ledger = usage.ledger.forRun(account(true));
-    const baseline = usage.ledger.forRun(account(false));
+    const ledger = usage.ledger.forRun(account(true), 'bench-run');
+    const baseline = usage.ledger.forRun(account(false), 'bench-run');
     const once = async (run: typeof ledger): Promise<number> => {
       const started = performance.now();
       const permit = await run.check({ serviceType: 'chat' });
       if (!permit.allowed) throw new Error(`refused: ${permit.message}`);
-      await permit.book(USAGE, 0.0012);
+      await permit.book(USAGE, 0.0012, { latencyMs: 1, responseModel: 'bench-model' });
       return performance.now() - started;
     };
     for (let i = 0; i < 200; i += 1) {

@@ -25,6 +25,7 @@ import { TaskReleaseEntity } from '../tasks/task-release.entity';
 import { TaskSkillEntity } from '../tasks/task-skill.entity';
 import { TaskEntity } from '../tasks/task.entity';
 import { ServiceUsageEntity } from '../usage/service-usage.entity';
+import { TelemetryEntity } from '../usage/telemetry.entity';
 import { ToolGroupStateEntity, ToolStateEntity } from '../usage/tool-state.entity';
 import { UsageHoldEntity } from '../usage/usage-hold.entity';
 import { UserBudgetEntity } from '../usage/user-budget.entity';
@@ -46,6 +47,7 @@ export const typo3Entities = [
   TaskSkillEntity,
   UserBudgetEntity,
   ServiceUsageEntity,
+  TelemetryEntity,
   ToolStateEntity,
   ToolGroupStateEntity,
   AiSessionEntity,

@@ -8,8 +8,8 @@
  */
 import type { Logger } from '../logger';
 import type { Usage } from '../providers/adapters/types';
-import type { CallLedger, CallLedgerFactory, CallPermit, CallRefusal, LedgerAccount, LedgerCall } from '../runs';
-import { budgetApplies, checkBudgets, hasAnyLimit, modelIdOf, serviceProviderOf, sourceExtensionOf, UsageDayClock, type UsageSums } from './usage-rules';
+import type { CallFacts, CallLedger, CallLedgerFactory, CallPermit, CallRefusal, LedgerAccount, LedgerCall } from '../runs';
+import { budgetApplies, checkBudgets, hasAnyLimit, modelIdOf, serviceProviderOf, sourceExtensionOf, telemetryRow, UsageDayClock, type CallOutcome, type TelemetryRow, type UsageSums } from './usage-rules';
 import type { UsageRepository } from './usage.repository';
 
 /** The refusal when the ledger cannot be read (the database is down, a table is missing). */
@@ -52,8 +52,8 @@ export class UsageLedger implements CallLedgerFactory {
     return this.clock.timeZone;
   }
 
-  forRun(account: LedgerAccount): CallLedger {
-    return { check: (call) => this.check(account, call) };
+  forRun(account: LedgerAccount, runUuid: string): CallLedger {
+    return { check: (call) => this.check(account, call, runUuid) };
   }
 
   private nowSeconds(): number {
@@ -67,9 +67,9 @@ export class UsageLedger implements CallLedgerFactory {
    * spent requests, so together the instances never let more calls through
    * than a request limit allows.
    */
-  async check(account: LedgerAccount, call: LedgerCall): Promise<CallPermit | CallRefusal> {
+  async check(account: LedgerAccount, call: LedgerCall, runUuid = ''): Promise<CallPermit | CallRefusal> {
     const configurationLimits = account.configurationUid > 0 && hasAnyLimit(account.configurationCaps) ? account.configurationCaps : null;
-    if (account.beUser <= 0 && configurationLimits === null) return this.permit(account, call, null);
+    if (account.beUser <= 0 && configurationLimits === null) return this.permit(account, call, null, runUuid);
 
     const now = this.nowSeconds();
     const scopes = { beUser: Math.max(0, account.beUser), configurationUid: configurationLimits ? account.configurationUid : 0 };
@@ -90,7 +90,7 @@ export class UsageLedger implements CallLedgerFactory {
       });
       if (outcome.breach !== null) return { allowed: false, message: outcome.breach };
       if (outcome.hold !== null) this.sweepNowAndThen(now);
-      return this.permit(account, call, outcome.hold);
+      return this.permit(account, call, outcome.hold, runUuid);
     } catch (error) {
       this.logger.error({ err: error, beUser: account.beUser, configurationUid: account.configurationUid }, 'the usage ledger could not be read; the call is refused');
       return { allowed: false, message: LEDGER_UNAVAILABLE_MESSAGE };
@@ -103,25 +103,40 @@ export class UsageLedger implements CallLedgerFactory {
     this.repository.sweepHolds(now).catch((error: unknown) => this.logger.warn({ err: error }, 'expired usage holds could not be dropped'));
   }
 
-  private permit(account: LedgerAccount, call: LedgerCall, holdUid: number | null): CallPermit {
+  private permit(account: LedgerAccount, call: LedgerCall, holdUid: number | null, runUuid: string): CallPermit {
     let settled = false;
+    const granted = performance.now();
     return {
       allowed: true,
-      book: async (usage, cost) => {
+      book: async (usage, cost, facts: CallFacts) => {
         if (settled) return;
         settled = true;
-        await this.book(account, call, usage, cost, holdUid);
+        const telemetry = telemetryRow({ ...account, runUuid, serviceType: call.serviceType }, { success: true, usage, cost, latencyMs: facts.latencyMs, responseModel: facts.responseModel }, this.nowSeconds());
+        await this.book(account, call, usage, cost, holdUid, telemetry);
       },
-      release: async () => {
-        if (settled || holdUid === null) return;
+      release: async (error?: unknown) => {
+        if (settled) return;
         settled = true;
-        await this.repository.freeHold(holdUid).catch((error: unknown) => this.logger.warn({ err: error, holdUid }, 'a usage hold could not be dropped; it expires'));
+        if (holdUid !== null) {
+          await this.repository.freeHold(holdUid).catch((failure: unknown) => this.logger.warn({ err: failure, holdUid }, 'a usage hold could not be dropped; it expires'));
+        }
+        // A call that was made and failed leaves a row; one not made (no error) leaves none.
+        if (error !== undefined) await this.recordTelemetry(account, call, runUuid, { success: false, error, latencyMs: performance.now() - granted });
       },
     };
   }
 
-  /** Books one successful call; a failure is logged, never thrown (the call happened either way). */
-  private async book(account: LedgerAccount, call: LedgerCall, usage: Usage, cost: number | null, holdUid: number | null): Promise<void> {
+  /** Appends the call's telemetry row; a failure is logged, never thrown. */
+  private async recordTelemetry(account: LedgerAccount, call: LedgerCall, runUuid: string, outcome: CallOutcome): Promise<void> {
+    try {
+      await this.repository.recordTelemetry(telemetryRow({ ...account, runUuid, serviceType: call.serviceType }, outcome, this.nowSeconds()));
+    } catch (error) {
+      this.logger.error({ err: error, runId: runUuid }, 'a provider call could not be logged in tx_nrllm_telemetry');
+    }
+  }
+
+  /** Books one successful call with its telemetry row; a failure is logged, never thrown (the call happened either way). */
+  private async book(account: LedgerAccount, call: LedgerCall, usage: Usage, cost: number | null, holdUid: number | null, telemetry: TelemetryRow): Promise<void> {
     const now = this.nowSeconds();
     try {
       await this.repository.book(
@@ -139,6 +154,7 @@ export class UsageLedger implements CallLedgerFactory {
         { requests: 1, tokens: usage.totalTokens, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, cost: bookedCost(cost) },
         now,
         holdUid,
+        telemetry,
       );
     } catch (error) {
       this.logger.error({ err: error, beUser: account.beUser, configurationUid: account.configurationUid }, 'a provider call could not be booked in the usage ledger');

@@ -8,7 +8,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import type { Dialect } from '../db/data-source';
 import { DatabaseBusyError } from '../shared/errors';
 import { KeyedMutex } from '../shared/keyed-mutex';
-import type { Limits, UsageSums, UserBudgetLimits } from './usage-rules';
+import type { Limits, TelemetryRow, UsageSums, UserBudgetLimits } from './usage-rules';
 import { UsageHoldEntity } from './usage-hold.entity';
 import { UserBudgetEntity } from './user-budget.entity';
 
@@ -75,6 +75,30 @@ export interface SnapshotInput {
 const BUDGET_LOCK_WAIT_SECONDS = 10;
 
 type Query = (sql: string, params: unknown[]) => Promise<unknown>;
+
+/** The columns promptwire writes to `tx_nrllm_telemetry`; the others keep their "not measured" defaults. Plain SQL: it runs on every call. */
+const TELEMETRY_COLUMNS: readonly [string, keyof TelemetryRow][] = [
+  ['correlation_id', 'correlationId'],
+  ['operation', 'operation'],
+  ['provider', 'provider'],
+  ['model', 'model'],
+  ['configuration_identifier', 'configurationIdentifier'],
+  ['served_configuration_identifier', 'servedConfigurationIdentifier'],
+  ['served_provider', 'servedProvider'],
+  ['served_model', 'servedModel'],
+  ['be_user', 'beUser'],
+  ['source_extension', 'sourceExtension'],
+  ['success', 'success'],
+  ['error_class', 'errorClass'],
+  ['latency_ms', 'latencyMs'],
+  ['actual_input_tokens', 'actualInputTokens'],
+  ['actual_output_tokens', 'actualOutputTokens'],
+  ['actual_cost', 'actualCost'],
+  ['response_model', 'responseModel'],
+  ['crdate', 'crdate'],
+];
+const TELEMETRY_INSERT = `INSERT INTO tx_nrllm_telemetry (pid, ${TELEMETRY_COLUMNS.map(([column]) => column).join(', ')}) VALUES (0, ${TELEMETRY_COLUMNS.map(() => '?').join(', ')})`;
+const telemetryValues = (row: TelemetryRow): unknown[] => TELEMETRY_COLUMNS.map(([, key]) => row[key]);
 
 /** A booking chosen as a deadlock's victim is tried again, this often in all. */
 const BOOK_ATTEMPTS = 3;
@@ -169,6 +193,11 @@ export class UsageRepository {
     }
   }
 
+  /** Appends one call's telemetry row (rows are never updated). */
+  async recordTelemetry(row: TelemetryRow): Promise<void> {
+    await this.dataSource.query(TELEMETRY_INSERT, telemetryValues(row));
+  }
+
   /** Drops a hold (its call failed, or was not made). */
   async freeHold(uid: number): Promise<void> {
     await this.dataSource.query('DELETE FROM promptwire_usage_hold WHERE uid = ?', [uid]);
@@ -187,8 +216,10 @@ export class UsageRepository {
    * same key may insert a second row; every reader sums, so totals stay right.
    * The call's hold, if any, goes in the same transaction: a budget check
    * reads the call either as held or as booked, never as both or neither.
+   * The call's telemetry row, if given, is appended in it too (one commit
+   * per call).
    */
-  async book(key: UsageKey, increment: UsageIncrement, now: number, holdUid: number | null = null): Promise<void> {
+  async book(key: UsageKey, increment: UsageIncrement, now: number, holdUid: number | null = null, telemetry: TelemetryRow | null = null): Promise<void> {
     const keyValues = [key.serviceType, key.serviceProvider, key.beUser, key.configurationUid, key.modelUid, key.modelId, key.taskUid, key.sourceExtension, key.requestDate];
     const set =
       'request_count = request_count + ?, tokens_used = tokens_used + ?, prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ?, estimated_cost = estimated_cost + ?, tstamp = ?';
@@ -209,6 +240,7 @@ export class UsageRepository {
         );
       }
       if (holdUid !== null) await runner.query('DELETE FROM promptwire_usage_hold WHERE uid = ?', [holdUid]);
+      if (telemetry !== null) await runner.query(TELEMETRY_INSERT, telemetryValues(telemetry));
     };
     if (this.dialect === 'sqlite') return this.dataSource.transaction(work);
     // READ COMMITTED: an update that finds no row of its key takes no gap lock, so two first bookings of one key insert two rows instead of deadlocking.

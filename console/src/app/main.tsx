@@ -11,6 +11,8 @@ import { Landing } from './landing';
 import { RunPage } from './run-page';
 import { RunPlayground } from './run-playground';
 import { RunsList } from './runs-list';
+import { TaskPage } from './task-page';
+import { TasksList } from './tasks-list';
 import { UsagePage } from './usage-page';
 import { ChatPage, ChatStart } from './chat-page';
 import '../shared/console.css';
@@ -25,6 +27,9 @@ function route(pathname: string) {
   if (chat) return { title: 'Chat', page: <ChatPage id={decodeURIComponent(chat[1]!)} /> };
   const run = /^\/runs\/([^/]+)$/.exec(path);
   if (run) return { title: 'Run', page: <RunPage id={decodeURIComponent(run[1]!)} /> };
+  if (path === '/tasks') return { title: 'Tasks', page: <TasksList /> };
+  const task = /^\/tasks\/([^/]+)$/.exec(path);
+  if (task) return { title: 'Task', page: <TaskPage identifier={decodeURIComponent(task[1]!)} /> };
   return { title: 'promptwire', page: <Landing /> };
 }
 

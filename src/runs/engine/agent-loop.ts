@@ -264,7 +264,7 @@ class AgentLoopRun {
       };
       result = await raceAbort(invokeProvider(this.input.adapter, this.input.stream === true, request, this.signal, onDelta), this.signal);
     } catch (error) {
-      await permit.release();
+      await permit.release(error);
       if (error instanceof RunCancelled || this.signal.aborted) {
         throw new RunCancelled();
       }
@@ -274,7 +274,7 @@ class AgentLoopRun {
     // The provider's counts are untrusted: clamped before they are added, stored, priced or booked.
     const usage = sanitizeUsage(result.usage);
     const estimatedCost = estimateCost(usage, prices);
-    await permit.book(usage, estimatedCost);
+    await permit.book(usage, estimatedCost, { latencyMs: durationMs, responseModel: result.model ?? '' });
     this.throwIfCancelled();
     await this.record(
       {

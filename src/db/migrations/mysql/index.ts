@@ -19,6 +19,7 @@ import { AddConversationsTypo3Mysql1796460649137 } from './1796460649137-add-con
 import { AddTaskRunProvenanceOwnMysql1796461231134 } from './1796461231134-add-task-run-provenance-own';
 import { AddTaskReleasesOwnMysql1796462891961 } from './1796462891961-add-task-releases-own';
 import { UsageHoldsOwnMysql1796476725056 } from './1796476725056-usage-holds-own';
+import { TelemetryTypo3Mysql1796478131252 } from './1796478131252-telemetry-typo3';
 
-export const mysqlTypo3Migrations: Function[] = [InitialTypo3Mysql1795954286115, AddMcpServersTypo3Mysql1796018380053, Typo3ParityTypo3Mysql1796029851071, AddTasksTypo3Mysql1796460488751, UsageLedgerTypo3Mysql1796460489111, AddConversationsTypo3Mysql1796460649137];
+export const mysqlTypo3Migrations: Function[] = [InitialTypo3Mysql1795954286115, AddMcpServersTypo3Mysql1796018380053, Typo3ParityTypo3Mysql1796029851071, AddTasksTypo3Mysql1796460488751, UsageLedgerTypo3Mysql1796460489111, AddConversationsTypo3Mysql1796460649137, TelemetryTypo3Mysql1796478131252];
 export const mysqlOwnMigrations: Function[] = [InitialOwnMysql1795954286115, AddRunLeaseOwnMysql1795955915443, AddMcpServersOwnMysql1796018380053, AddPromptVersionsOwnMysql1796018541003, AddWebhooksOwnMysql1796032425243, AddRunRequestsOwnMysql1796032847452, AddReleasesOwnMysql1796041074811, AddRunApprovalDeadlinesOwnMysql1796043338379, ApiTokenIdentityOwnMysql1796447177322, AddTasksOwnMysql1796460488751, AddConversationsOwnMysql1796460649137, AddTaskRunProvenanceOwnMysql1796461231134, AddTaskReleasesOwnMysql1796462891961, UsageHoldsOwnMysql1796476725056];

@@ -19,6 +19,7 @@ import { AddConversationsTypo3Sqlite1796460649137 } from './1796460649137-add-co
 import { AddTaskRunProvenanceOwnSqlite1796461231134 } from './1796461231134-add-task-run-provenance-own';
 import { AddTaskReleasesOwnSqlite1796462891961 } from './1796462891961-add-task-releases-own';
 import { UsageHoldsOwnSqlite1796476725056 } from './1796476725056-usage-holds-own';
+import { TelemetryTypo3Sqlite1796478131252 } from './1796478131252-telemetry-typo3';
 
-export const sqliteTypo3Migrations: Function[] = [InitialTypo3Sqlite1795954286115, AddMcpServersTypo3Sqlite1796018380053, Typo3ParityTypo3Sqlite1796029851071, AddTasksTypo3Sqlite1796460488751, UsageLedgerTypo3Sqlite1796460489111, AddConversationsTypo3Sqlite1796460649137];
+export const sqliteTypo3Migrations: Function[] = [InitialTypo3Sqlite1795954286115, AddMcpServersTypo3Sqlite1796018380053, Typo3ParityTypo3Sqlite1796029851071, AddTasksTypo3Sqlite1796460488751, UsageLedgerTypo3Sqlite1796460489111, AddConversationsTypo3Sqlite1796460649137, TelemetryTypo3Sqlite1796478131252];
 export const sqliteOwnMigrations: Function[] = [InitialOwnSqlite1795954286115, AddRunLeaseOwnSqlite1795955915443, AddMcpServersOwnSqlite1796018380053, AddPromptVersionsOwnSqlite1796018541003, AddWebhooksOwnSqlite1796032425243, AddRunRequestsOwnSqlite1796032847452, AddReleasesOwnSqlite1796041074811, AddRunApprovalDeadlinesOwnSqlite1796043338379, ApiTokenIdentityOwnSqlite1796447177322, AddTasksOwnSqlite1796460488751, AddConversationsOwnSqlite1796460649137, AddTaskRunProvenanceOwnSqlite1796461231134, AddTaskReleasesOwnSqlite1796462891961, UsageHoldsOwnSqlite1796476725056];
