@@ -173,7 +173,7 @@ export class ConversationService {
     const { session, owner } = stored;
     const expectedRun = await this.idleOrThrow(owner?.activeRun ?? '');
     const configuration = await this.turnConfiguration(session);
-    const history = await this.repository.messages(session.uid);
+    const history = await this.repository.history(session.uid);
     const throughSequence = history.length > 0 ? history[history.length - 1]!.sequence : -1;
 
     const { conversationId: _id, content, ...options } = input;
@@ -261,7 +261,7 @@ export class ConversationService {
 
   /** A turn's history again, for its run going on after approval or a takeover. */
   async history(reference: HistoryReference): Promise<ChatMessage[]> {
-    return replayedHistory(await this.repository.messages(reference.session, reference.throughSequence));
+    return replayedHistory(await this.repository.history(reference.session, reference.throughSequence));
   }
 
   /** Deletes the sessions idle for longer than `retentionDays`; how many. */
