@@ -15,6 +15,7 @@ import { formatRunsLoop, runRunsLoop } from './runs-loop';
 import { formatConversations, runConversations } from './conversations';
 import { formatTakeover, formatWaitingMemory, runTakeover, runWaitingMemory } from './runs-durable';
 import { formatUsageBench, runUsageBench } from './usage';
+import { formatTasksBench, runTasksBench } from './tasks';
 
 async function main(): Promise<void> {
   const sections: string[] = [];
@@ -64,6 +65,11 @@ async function main(): Promise<void> {
   const usage = formatUsageBench(await runUsageBench());
   console.log(usage);
   sections.push(`### Usage ledger: check + booking per call against the booking alone; usage over a year against raw SQL\n\n${usage}`);
+
+  console.log('== Tasks: render function, schema validation overhead');
+  const tasks = formatTasksBench(await runTasksBench());
+  console.log(tasks);
+  sections.push(`### Tasks: the render function against nr_llm's buildPrompt; runTask with a schema against without\n\n${tasks}`);
 
   console.log('== Remote MCP tool call');
   const mcpCall = formatMcpCall(await runMcpCall());

@@ -128,6 +128,23 @@ describeInChromium('the Tasks section of the console in Chromium', () => {
     expect((await t.ok<{ task: { versions: unknown[] } }>('query($id: String!) { task(identifier: $id) { versions { version } } }', { id: identifier })).task.versions).toHaveLength(2);
   });
 
+  it('saving a row TYPO3 wrote with a category outside nr_llm\'s lists sends only what was edited in Chromium', async () => {
+    const identifier = uniqueIdentifier('typo3task');
+    await t.database.query(
+      `INSERT INTO tx_nrllm_task (pid, identifier, name, description, category, configuration_uid, prompt_template, input_type, input_source, output_format, skills, is_active, is_system, sorting, tstamp, crdate, deleted, hidden)
+       VALUES (0, ?, 'From TYPO3', NULL, 'weird', 0, 'Summarise: {{input}}', 'manual', NULL, 'markdown', 0, 1, 1, 0, 0, 0, 0, 0)`,
+      [identifier],
+    );
+    const { page } = await open(`/tasks/${identifier}`);
+    await page.waitForSelector('[data-field="name"]');
+    expect(await page.inputValue('[data-field="category"]')).toBe('weird');
+    await page.fill('[data-field="name"]', 'Renamed in the console');
+    await page.click('[data-action="save"]');
+    await page.waitForSelector('[data-saved]');
+    const stored = await t.ok<{ task: { name: string; category: string } }>('query($id: String!) { task(identifier: $id) { name category } }', { id: identifier });
+    expect(stored.task).toEqual({ name: 'Renamed in the console', category: 'weird' });
+  });
+
   it('the preview shows the exact system and user prompts and call options renderTask returns in Chromium', async () => {
     const skill = uniqueIdentifier('skill');
     await kit.createSkill({ identifier: skill, name: 'House style', body: 'Short sentences.\n  Indented line kept.' });

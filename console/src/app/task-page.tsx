@@ -12,6 +12,7 @@ import {
   type RenderTaskQuery,
   type RunQuery,
   type TaskQuery,
+  type UpdateTaskInput,
 } from '../../../src/client';
 import { FINISHED_STATUSES, formatTime } from '../shared/format';
 import { readToken, request, webSocketUrl } from '../shared/session';
@@ -96,25 +97,14 @@ export function TaskPage({ identifier }: { identifier: string }) {
       setSaveProblem(schema.message);
       return;
     }
+    const input = changedFields(draftOf(task), draft, schema.value);
+    if (Object.keys(input).length === 0) {
+      setSaved('Nothing changed.');
+      return;
+    }
     setSaving(true);
     try {
-      const data = await request(UpdateTaskDocument, {
-        uid: task.uid,
-        input: {
-          name: draft.name,
-          description: draft.description === '' ? null : draft.description,
-          category: draft.category,
-          configuration: draft.configuration,
-          promptTemplate: draft.promptTemplate,
-          inputType: draft.inputType,
-          outputFormat: draft.outputFormat,
-          outputSchema: schema.value,
-          skills: draft.skills,
-          variables: declarationsOf(draft.variables),
-          isActive: draft.isActive,
-          sorting: Number(draft.sorting),
-        },
-      });
+      const data = await request(UpdateTaskDocument, { uid: task.uid, input });
       await load();
       setSaved(`Saved at ${formatTime(data.updateTask.updatedAt)}.`);
     } catch (error) {
@@ -271,6 +261,29 @@ export function TaskPage({ identifier }: { identifier: string }) {
       </div>
     </section>
   );
+}
+
+/**
+ * Only what the form changed is sent: a field the editor left alone keeps
+ * the stored value, also one outside nr_llm's lists that TYPO3 wrote (which
+ * the server would refuse if it were sent back), and a concurrent change
+ * to another field is not overwritten.
+ */
+function changedFields(before: Draft, after: Draft, outputSchema: unknown): UpdateTaskInput {
+  const input: UpdateTaskInput = {};
+  if (after.name !== before.name) input.name = after.name;
+  if (after.description !== before.description) input.description = after.description === '' ? null : after.description;
+  if (after.category !== before.category) input.category = after.category;
+  if (after.configuration !== before.configuration) input.configuration = after.configuration;
+  if (after.promptTemplate !== before.promptTemplate) input.promptTemplate = after.promptTemplate;
+  if (after.inputType !== before.inputType) input.inputType = after.inputType;
+  if (after.outputFormat !== before.outputFormat) input.outputFormat = after.outputFormat;
+  if (after.outputSchema !== before.outputSchema) input.outputSchema = outputSchema;
+  if (JSON.stringify(after.skills) !== JSON.stringify(before.skills)) input.skills = after.skills;
+  if (JSON.stringify(after.variables) !== JSON.stringify(before.variables)) input.variables = declarationsOf(after.variables);
+  if (after.isActive !== before.isActive) input.isActive = after.isActive;
+  if (after.sorting !== before.sorting) input.sorting = Number(after.sorting);
+  return input;
 }
 
 /** The list of allowed values, with a stored value outside it (a row TYPO3 wrote) kept selectable. */
