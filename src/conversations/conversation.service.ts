@@ -190,6 +190,7 @@ export class ConversationService {
     let userMessage: AiSessionMessageEntity | null = null;
     const run = await this.runs()
       .start(request, caller, origin, {
+        configuration,
         onCreated: async (manager, created, firstFit) => {
           // Another turn took the conversation between the check and now: nothing is stored.
           if (!(await this.repository.claimTurn(manager, session.uid, expectedRun, created, owner !== null))) throw new TurnTaken();

@@ -206,7 +206,7 @@ export class RunPreparer {
    * longer offered (its pending call is then refused as no longer
    * permitted), and a snippet or skill deleted since contributes nothing.
    */
-  async prepare(request: StartRunRequest, strict: boolean, booking: RunBooking = { beUser: 0, source: '', taskUid: 0 }): Promise<PreparedRun> {
+  async prepare(request: StartRunRequest, strict: boolean, booking: RunBooking = { beUser: 0, source: '', taskUid: 0 }, known: ConfigurationEntity | null = null): Promise<PreparedRun> {
     // External tools are only read (and only reach their servers) for a run that names one.
     const names = [...(request.tools ?? []), ...(request.approvalRequired ?? [])];
     const registry = names.some((name) => !this.tools.has(name)) && this.options.externalTools ? this.tools.withExternal(await this.options.externalTools.toolsForRun()) : this.tools;
@@ -226,7 +226,9 @@ export class RunPreparer {
     // A run that goes on runs the release it started with, found by id: the label may have moved, the identifier changed.
     const started = request.releaseId != null ? (await this.releases.byIds([request.releaseId]))[0] ?? null : null;
     if (request.releaseId != null && !started) throw new NotFoundError(`The release ${request.releaseId} of this run no longer exists`, 'label');
-    const configuration = started ? await this.configurations.findByUid(started.configurationUid) : await this.configurations.findByIdentifier(request.configuration ?? '');
+    // `known`: the caller has just read the configuration the request names (a conversation turn checks it first).
+    const named = known && known.identifier === (request.configuration ?? '').trim().toLowerCase() ? known : null;
+    const configuration = started ? await this.configurations.findByUid(started.configurationUid) : (named ?? (await this.configurations.findByIdentifier(request.configuration ?? '')));
     if (!configuration) throw new NotFoundError(`No configuration with identifier "${request.configuration}"`, 'configuration');
     const release = started ?? (request.label != null ? await this.releases.currentOf(configuration, request.label) : null);
     const tools = await this.switchedOn(registry, configuration, request, strict);

@@ -11,6 +11,7 @@ import type { CallLedgerFactory } from './engine/call-ledger';
 import { isToolSwitchedOn, NO_SWITCHES, type ToolSwitchSource } from './tools/tool-switches';
 import type { Caller } from '../auth/roles';
 import type { ConfigurationService } from '../configurations/configuration.service';
+import type { ConfigurationEntity } from '../configurations/configuration.entity';
 import type { PagingCursors } from '../db/keyset';
 import type { Logger } from '../logger';
 import type { RunObserver } from '../operations/run-observer';
@@ -48,6 +49,8 @@ export interface RunStartExtras {
    * transcript goes out unmeasured).
    */
   onCreated?: (manager: EntityManager, run: { uid: number; uuid: string }, firstFit: { droppedTurns: number; measured: boolean }) => Promise<void>;
+  /** The configuration `input.configuration` names, as the caller has just read it: not read a second time. */
+  configuration?: ConfigurationEntity;
 }
 
 /** What a run would send first (`RunService.preview`). */
@@ -158,7 +161,7 @@ export class RunService {
     const request: StartRunRequest = { ...input, releaseId: null };
     this.preparer.checkRequest(request, caller);
     const booking = { beUser: caller.beUser, source: caller.source, taskUid: origin.taskUid ?? input.task?.uid ?? 0 };
-    const prepared = await this.preparer.prepare(request, true, booking);
+    const prepared = await this.preparer.prepare(request, true, booking, extra.configuration ?? null);
     const release = prepared.release;
     const task = request.task ?? null;
     const stored: StoredRunRequest = {
