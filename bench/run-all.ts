@@ -14,6 +14,8 @@ import { formatRunsFanout, runRunsFanout } from './runs-fanout';
 import { formatRunsLoop, runRunsLoop } from './runs-loop';
 import { formatConversations, runConversations } from './conversations';
 import { formatTakeover, formatWaitingMemory, runTakeover, runWaitingMemory } from './runs-durable';
+import { formatUsageBench, runUsageBench } from './usage';
+import { formatTasksBench, runTasksBench } from './tasks';
 
 async function main(): Promise<void> {
   const sections: string[] = [];
@@ -58,6 +60,16 @@ async function main(): Promise<void> {
   const takeover = formatTakeover(await runTakeover());
   console.log(takeover);
   sections.push(`### Takeover: from SIGKILL of the owner to the call made again by a surviving instance, against the lease\n\n${takeover}`);
+
+  console.log('== Usage ledger: budget check + booking per call, usage over a year × 50 models');
+  const usage = formatUsageBench(await runUsageBench());
+  console.log(usage);
+  sections.push(`### Usage ledger: check + booking per call against the booking alone; usage over a year against raw SQL\n\n${usage}`);
+
+  console.log('== Tasks: render function, schema validation overhead');
+  const tasks = formatTasksBench(await runTasksBench());
+  console.log(tasks);
+  sections.push(`### Tasks: the render function against nr_llm's buildPrompt; runTask with a schema against without\n\n${tasks}`);
 
   console.log('== Remote MCP tool call');
   const mcpCall = formatMcpCall(await runMcpCall());

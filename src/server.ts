@@ -17,6 +17,7 @@ import { type App, type AppOptions, closeAfterFailedStart, createApp } from './a
 import type { Caller } from './auth/roles';
 import type { AppConfig } from './config';
 import { createConsoleRoutes } from './console/console-routes';
+import { type ChatEndpoint, createChatEndpoint } from './conversations';
 import { createReadinessCheck } from './db/readiness';
 import type { GraphQLContext } from './graphql/context';
 import { DocumentCache } from './graphql/document-cache';
@@ -85,11 +86,13 @@ class Transport {
   wsServer: WebSocketServer | null = null;
   inFlight = 0;
   stopWatchingRevocations: (() => void) | null = null;
+  chat: ChatEndpoint | null = null;
 
   constructor(private readonly logger: Logger) {}
 
   async close(): Promise<void> {
     await this.apollo?.stop();
+    this.chat?.close();
     for (let waited = 0; this.inFlight > 0 && waited < 10_000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
     this.logger.debug('HTTP closed; closing WebSockets');
     const wsServer = this.wsServer;
@@ -116,6 +119,9 @@ async function listen(app: App, transport: Transport): Promise<RunningServer> {
     const caller = await services.tokens.authenticate(token);
     return { caller, authProblem: caller ? null : 'The token is not valid (unknown or revoked)' };
   };
+  // useChat's endpoint (POST /api/chat, GET /api/chat/{id}/stream): see conversations/chat-endpoint.
+  const chat = createChatEndpoint({ conversations: () => services.conversations, authenticate, bodyLimitBytes: config.bodyLimitBytes, logger });
+  transport.chat = chat;
   const contextFor = async (authorization: unknown, requestId: string, trace?: unknown): Promise<GraphQLContext> => ({
     ...(await authenticate(authorization)),
     services,
@@ -326,6 +332,7 @@ async function listen(app: App, transport: Transport): Promise<RunningServer> {
       return sendJson(response, 503, { status: 'database unavailable' });
     }
     if (url.pathname === '/metrics') return operations.serveMetrics(request, response, authenticate);
+    if (chat.owns(url.pathname)) return chat.handle(request, response, url.pathname, { requestId, trace });
     if (consoleRoutes?.handle(request, response, url.pathname)) return;
     if (url.pathname !== '/graphql') return sendJson(response, 404, { error: 'Not found. GraphQL is served at /graphql.' });
 

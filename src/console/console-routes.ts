@@ -58,6 +58,9 @@ export function pageFor(pathname: string): 'index.html' | 'playground.html' | nu
   if (normalised === '/playground') return 'playground.html';
   if (normalised === '/' || normalised === '/runs' || normalised === '/signin') return 'index.html';
   if (/^\/runs\/[A-Za-z0-9_-]{1,100}$/.test(normalised)) return 'index.html';
+  if (normalised === '/tasks' || /^\/tasks\/[A-Za-z0-9_-]{1,100}$/.test(normalised)) return 'index.html';
+  if (normalised === '/chat' || /^\/chat\/[A-Za-z0-9_-]{1,100}$/.test(normalised)) return 'index.html';
+  if (normalised === '/usage') return 'index.html';
   return null;
 }
 

@@ -139,3 +139,32 @@ export function isUniqueViolation(error: unknown): boolean {
 export function retentionCutoff(nowSeconds: number, retentionDays: number): number {
   return nowSeconds - retentionDays * 86_400;
 }
+
+/** A `useChat` request as this service reads it: the conversation and the text of the last user message. */
+export type ChatRequestCheck = { ok: true; conversationId: string; content: string } | { ok: false; message: string };
+
+/**
+ * Reads the body `useChat` posts (`{id, messages, trigger?, messageId?}`,
+ * messages as the AI SDK's UI messages): `id` names the conversation, and
+ * only the last user message is taken (the text of its text parts); the
+ * client's copy of the history is ignored, since the stored messages are the
+ * authority. A regenerate is refused: it would store the question twice.
+ */
+export function readChatRequest(body: unknown): ChatRequestCheck {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return { ok: false, message: 'The body must be a JSON object: {id, messages}.' };
+  const { id, messages, trigger } = body as { id?: unknown; messages?: unknown; trigger?: unknown };
+  if (typeof id !== 'string' || id.trim() === '') return { ok: false, message: 'id must name the conversation (its id, from startConversation).' };
+  if (trigger !== undefined && trigger !== 'submit-message') {
+    return { ok: false, message: `trigger "${String(trigger)}" is not supported: send a new message instead (the stored messages are never rewritten).` };
+  }
+  if (!Array.isArray(messages) || messages.length === 0) return { ok: false, message: 'messages must be a non-empty list ending with the new user message.' };
+  const last = [...messages].reverse().find((message): message is { role: 'user'; parts?: unknown; content?: unknown } => typeof message === 'object' && message !== null && (message as { role?: unknown }).role === 'user');
+  if (!last) return { ok: false, message: 'messages holds no user message.' };
+  const parts = Array.isArray(last.parts) ? last.parts : [];
+  const texts = parts.filter((part): part is { type: 'text'; text: string } => typeof part === 'object' && part !== null && (part as { type?: unknown }).type === 'text' && typeof (part as { text?: unknown }).text === 'string');
+  // AI SDK 4's messages carried their text in `content`.
+  const content = texts.length > 0 ? texts.map((part) => part.text).join('\n') : typeof last.content === 'string' ? last.content : '';
+  const check = checkMessageContent(content);
+  if (!check.ok) return check;
+  return { ok: true, conversationId: id, content };
+}

@@ -22,6 +22,13 @@ export interface StoredConversation {
   owner: ConversationOwnerEntity | null;
 }
 
+/** A stored message as a turn replays it. */
+export interface HistoryRow {
+  sequence: number;
+  role: string;
+  content: string;
+}
+
 export interface NewMessage {
   role: MessageRole;
   content: string;
@@ -76,25 +83,54 @@ export class ConversationRepository {
     });
   }
 
-  /** A session by its uuid, with this service's row (one query). */
+  /**
+   * A session by its uuid, with this service's row (one query). Read as a
+   * plain row: every turn and every read of a conversation starts here.
+   */
   async findByUuid(uuid: string): Promise<StoredConversation | null> {
-    const { entities, raw } = await this.dataSource
-      .getRepository(AiSessionEntity)
-      .createQueryBuilder('s')
-      .leftJoinAndMapOne('s.owner', ConversationOwnerEntity, 'o', 'o.session_uid = s.uid')
-      .where('s.uuid = :uuid', { uuid })
-      .limit(1)
-      .getRawAndEntities();
-    const session = entities[0];
-    if (!session || raw.length === 0) return null;
-    return splitOwner(session);
+    const q = (name: string) => this.dataSource.driver.escape(name);
+    const sessionColumns = ['uid', 'pid', 'uuid', 'be_user', 'configuration_identifier', 'title', 'message_count', 'last_activity', 'tstamp', 'crdate'].map((column) => `s.${q(column)} AS ${q(column)}`);
+    const ownerColumns = [['session_uid', 'o_session_uid'], ['owner_token', 'o_owner_token'], ['active_run', 'o_active_run'], ['active_run_uid', 'o_active_run_uid']].map(([column, alias]) => `o.${q(column!)} AS ${q(alias!)}`);
+    const rows = (await this.dataSource.query(
+      `SELECT ${[...sessionColumns, ...ownerColumns].join(', ')} FROM ${q('tx_nrllm_ai_session')} s LEFT JOIN ${q('promptwire_conversation')} o ON o.${q('session_uid')} = s.${q('uid')} WHERE s.${q('uuid')} = ? LIMIT 1`,
+      [uuid],
+    )) as Record<string, unknown>[];
+    const row = rows[0];
+    if (!row) return null;
+    const session = Object.assign(new AiSessionEntity(), {
+      uid: Number(row.uid),
+      pid: Number(row.pid),
+      uuid: String(row.uuid),
+      beUser: Number(row.be_user),
+      configurationIdentifier: String(row.configuration_identifier ?? ''),
+      title: String(row.title ?? ''),
+      messageCount: Number(row.message_count),
+      lastActivity: Number(row.last_activity),
+      tstamp: Number(row.tstamp),
+      crdate: Number(row.crdate),
+    });
+    const owner =
+      row.o_session_uid === null || row.o_session_uid === undefined
+        ? null
+        : Object.assign(new ConversationOwnerEntity(), { sessionUid: Number(row.o_session_uid), ownerToken: Number(row.o_owner_token), activeRun: String(row.o_active_run ?? ''), activeRunUid: Number(row.o_active_run_uid) });
+    return { session, owner };
   }
 
-  /** A session's messages in sequence order, all of them or those up to and including `throughSequence` (one indexed query). */
-  async messages(sessionUid: number, throughSequence?: number): Promise<AiSessionMessageEntity[]> {
-    const query = this.dataSource.getRepository(AiSessionMessageEntity).createQueryBuilder('m').where('m.session = :sessionUid', { sessionUid });
-    if (throughSequence !== undefined) query.andWhere('m.sequence <= :throughSequence', { throughSequence });
-    return query.orderBy('m.sequence', 'ASC').getMany();
+  /**
+   * What a turn replays of a session: its messages' sequence, role and text,
+   * in sequence order, all of them or those up to and including
+   * `throughSequence` (one query on the unique key). Read as plain rows: a
+   * turn reads the whole history, and hydrating a thousand entities cost
+   * more than the rest of the turn's reads together.
+   */
+  async history(sessionUid: number, throughSequence?: number): Promise<HistoryRow[]> {
+    const q = (name: string) => this.dataSource.driver.escape(name);
+    const through = throughSequence === undefined ? '' : ` AND ${q('sequence')} <= ?`;
+    const rows = (await this.dataSource.query(
+      `SELECT ${q('sequence')} AS ${q('sequence')}, ${q('role')} AS ${q('role')}, ${q('content')} AS ${q('content')} FROM ${q('tx_nrllm_ai_session_message')} WHERE ${q('session')} = ?${through} ORDER BY ${q('sequence')}`,
+      throughSequence === undefined ? [sessionUid] : [sessionUid, throughSequence],
+    )) as { sequence: number | string; role: string | null; content: string | Buffer | null }[];
+    return rows.map((row) => ({ sequence: Number(row.sequence), role: row.role ?? '', content: row.content === null ? '' : String(row.content) }));
   }
 
   /** A page of a session's messages after `afterSequence` (-1: from the start), in sequence order. */

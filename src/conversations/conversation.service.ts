@@ -19,6 +19,8 @@ import { isOpenRunStatus } from '../runs';
 import { BadUserInputError, ConflictError, NotFoundError } from '../shared/errors';
 import { unixNow } from '../shared/time';
 import type { AiSessionMessageEntity } from './ai-session-message.entity';
+import { streamTurn, type ChatTurn } from './chat-stream';
+import type { UIMessageChunk } from './ui-message-stream';
 import type { AiSessionEntity } from './ai-session.entity';
 import { CONVERSATION_KEY_KINDS, CONVERSATION_LIST, type ConversationListFilter, type ConversationRepository, type StoredConversation } from './conversation.repository';
 import {
@@ -26,6 +28,7 @@ import {
   checkTitle,
   droppedTurnsToStore,
   mayAccess,
+  messageIdOf,
   ownerTokenOf,
   replayedHistory,
   replyOf,
@@ -170,7 +173,7 @@ export class ConversationService {
     const { session, owner } = stored;
     const expectedRun = await this.idleOrThrow(owner?.activeRun ?? '');
     const configuration = await this.turnConfiguration(session);
-    const history = await this.repository.messages(session.uid);
+    const history = await this.repository.history(session.uid);
     const throughSequence = history.length > 0 ? history[history.length - 1]!.sequence : -1;
 
     const { conversationId: _id, content, ...options } = input;
@@ -230,9 +233,35 @@ export class ConversationService {
     await this.repository.releaseTurn(manager, sessionUid, ended.runUid);
   }
 
+  /** `send` for a chat client (`POST /api/chat`): the turn's run, streamed, and the id its reply will be stored under. */
+  async sendForChat(caller: Caller, conversationId: string, content: string, origin: { trace?: unknown } = {}): Promise<ChatTurn> {
+    const sent = await this.send(caller, { conversationId, content, stream: true }, origin);
+    return { runId: sent.run.row.uuid, messageId: messageIdOf(sent.conversation.session.uuid, sent.userMessage.sequence + 1) };
+  }
+
+  /**
+   * The turn under way in a conversation the caller may see (null when it is
+   * idle), with the id its reply will be stored under: the next sequence,
+   * since the turn holds the conversation until its reply is stored.
+   */
+  async activeTurn(caller: Caller, conversationId: string): Promise<ChatTurn | null> {
+    const stored = await this.get(caller, conversationId);
+    if (!stored) throw notFound(conversationId);
+    const runId = stored.owner?.activeRun ?? '';
+    if (runId === '') return null;
+    const row = await this.runs().store.findRun(runId);
+    if (!row || !isOpenRunStatus(row.status)) return null;
+    return { runId, messageId: messageIdOf(stored.session.uuid, stored.session.messageCount) };
+  }
+
+  /** A turn as the AI SDK's UI message stream, from its first step (see chat-stream). */
+  streamTurn(turn: ChatTurn): AsyncGenerator<UIMessageChunk, void, undefined> {
+    return streamTurn(this.runs().reader, turn);
+  }
+
   /** A turn's history again, for its run going on after approval or a takeover. */
   async history(reference: HistoryReference): Promise<ChatMessage[]> {
-    return replayedHistory(await this.repository.messages(reference.session, reference.throughSequence));
+    return replayedHistory(await this.repository.history(reference.session, reference.throughSequence));
   }
 
   /** Deletes the sessions idle for longer than `retentionDays`; how many. */

@@ -17,6 +17,7 @@ import { ConversationRepository } from './conversation.repository';
 import { ConversationService } from './conversation.service';
 
 export type { ConversationService } from './conversation.service';
+export { createChatEndpoint, type ChatEndpoint } from './chat-endpoint';
 
 /** How often the retention purge runs. */
 const PURGE_INTERVAL_MS = 3_600_000;

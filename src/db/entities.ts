@@ -25,7 +25,9 @@ import { TaskReleaseEntity } from '../tasks/task-release.entity';
 import { TaskSkillEntity } from '../tasks/task-skill.entity';
 import { TaskEntity } from '../tasks/task.entity';
 import { ServiceUsageEntity } from '../usage/service-usage.entity';
+import { TelemetryEntity } from '../usage/telemetry.entity';
 import { ToolGroupStateEntity, ToolStateEntity } from '../usage/tool-state.entity';
+import { UsageHoldEntity } from '../usage/usage-hold.entity';
 import { UserBudgetEntity } from '../usage/user-budget.entity';
 import { WebhookDeliveryEntity, WebhookEntity } from '../webhooks/webhook.entity';
 
@@ -45,6 +47,7 @@ export const typo3Entities = [
   TaskSkillEntity,
   UserBudgetEntity,
   ServiceUsageEntity,
+  TelemetryEntity,
   ToolStateEntity,
   ToolGroupStateEntity,
   AiSessionEntity,
@@ -52,6 +55,6 @@ export const typo3Entities = [
 ];
 
 /** The service's own tables (`promptwire_*`). */
-export const ownEntities = [ApiTokenEntity, ModelPriceEntity, RunLeaseEntity, RunRequestEntity, RunApprovalDeadlineEntity, PromptVersionEntity, McpCredentialEntity, WebhookEntity, WebhookDeliveryEntity, ConfigurationReleaseEntity, RunProvenanceEntity, TaskExtensionEntity, TaskReleaseEntity, ConversationOwnerEntity];
+export const ownEntities = [ApiTokenEntity, ModelPriceEntity, RunLeaseEntity, RunRequestEntity, RunApprovalDeadlineEntity, PromptVersionEntity, McpCredentialEntity, WebhookEntity, WebhookDeliveryEntity, ConfigurationReleaseEntity, RunProvenanceEntity, TaskExtensionEntity, TaskReleaseEntity, ConversationOwnerEntity, UsageHoldEntity];
 
 export const allEntities = [...typo3Entities, ...ownEntities];

@@ -30,7 +30,8 @@ export function createErrorFormatter(logger: Logger) {
       // Another process holds the database's write lock: nothing was written, and a retry will do.
       return { message: 'The database is busy with another writer; nothing was changed. Try again shortly.', locations, path, extensions: { code: 'SERVICE_UNAVAILABLE', retryable: true } };
     }
-    if (original instanceof ArgumentValidationError) {
+    // class-validator's own failure (not a list of findings) is the server's fault: it is logged below.
+    if (original instanceof ArgumentValidationError && Array.isArray(original.extensions.validationErrors)) {
       const first = original.extensions.validationErrors[0];
       const field = first ? fieldPath(first) : undefined;
       const messages = original.extensions.validationErrors.flatMap(flattenConstraints);

@@ -34,9 +34,9 @@ describe('run subscription events resolve synchronously', () => {
   });
 
   it('maps a delta without a promise', () => {
-    const result = run('subscription ($id: ID!) { runDeltas(runId: $id) { kind text round } }', { kind: 'content', text: 'Hel', round: 1 });
+    const result = run('subscription ($id: ID!) { runDeltas(runId: $id) { kind text round offset } }', { kind: 'content', text: 'Hel', round: 1, offset: 0 });
     expect(result).not.toBeInstanceOf(Promise);
-    expect((result as ExecutionResult).data).toEqual({ runDeltas: { kind: 'content', text: 'Hel', round: 1 } });
+    expect((result as ExecutionResult).data).toEqual({ runDeltas: { kind: 'content', text: 'Hel', round: 1, offset: 0 } });
   });
 });
 

@@ -33,7 +33,7 @@ export { isOpenRunStatus } from './run-status';
 export { ToolInputError, type ExternalTool, type ExternalToolSource } from './tools/tool-registry';
 export type { LoopStep, LlmStep, RequestStep } from './engine/loop-step';
 export type { ToolSwitches, ToolSwitchSource } from './tools/tool-switches';
-export type { CallLedger, CallLedgerFactory, CallPermit, CallRefusal, LedgerAccount, LedgerCall } from './engine/call-ledger';
+export type { CallFacts, CallLedger, CallLedgerFactory, CallPermit, CallRefusal, LedgerAccount, LedgerCall } from './engine/call-ledger';
 export type { RunProvenance } from './run-store';
 export type { RunTaskOrigin } from './run-queries';
 export type { RunFeedBus } from './run-feed';

@@ -92,7 +92,7 @@ export class RunDriver {
     };
     const lastSequence = resume ? (resume.steps[resume.steps.length - 1]?.sequence ?? 0) : 0;
     // A dry run calls no provider: nothing to check or book.
-    const ledger = prepared.dryRun ? undefined : this.options.callLedger?.forRun(prepared.account);
+    const ledger = prepared.dryRun ? undefined : this.options.callLedger?.forRun(prepared.account, row.uuid);
     const done = this.execute(row, input, lastSequence, observation, ledger).finally(() => {
       this.leases.released(row.uid);
       stopListening();

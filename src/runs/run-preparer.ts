@@ -288,6 +288,7 @@ export class RunPreparer {
       account: {
         ...booking,
         configurationUid: configuration.uid,
+        configurationIdentifier: configuration.identifier,
         configurationCaps: { requests: configuration.maxRequestsPerDay, tokens: configuration.maxTokensPerDay, cost: configuration.maxCostPerDay },
         modelUid: model?.uid ?? 0,
         modelId: typeof callOptions.model === 'string' ? callOptions.model : '',

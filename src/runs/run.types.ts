@@ -314,6 +314,7 @@ export class RunDelta {
   @Field({ description: 'content or thinking' }) kind!: string;
   @Field() text!: string;
   @Field(() => Int) round!: number;
+  @Field(() => Int, { description: 'Characters (UTF-16 code units) of this kind the call streamed before this piece: a gap shows a missed piece, whose text the stored LLM step holds.' }) offset!: number;
 }
 
 @ObjectType({ simpleResolvers: true, description: 'A tool the agent loop can offer.' })

@@ -39,7 +39,8 @@ export class TaskResolver {
     @Ctx() { services, caller }: GraphQLContext,
     @Arg('identifier', () => String) identifier: string,
     @Arg('input', () => String, { nullable: true, description: 'What `{{input}}` becomes.' }) input?: string | null,
-    @Arg('variables', () => JSONScalar, { nullable: true, description: 'Named variables: an object of names and values.' }) variables?: unknown,
+    // A JSON value is no input class: class-validator has nothing to check in it (and fails on a literal's prototype-less object).
+    @Arg('variables', () => JSONScalar, { nullable: true, validate: false, description: 'Named variables: an object of names and values.' }) variables?: unknown,
     @Arg('label', () => String, { nullable: true, description: 'Render the task\'s release under this label, on the configuration\'s release of the same label.' }) label?: string | null,
   ): Promise<TaskRender> {
     if (!caller) throw new UnauthenticatedError('Authentication required');

@@ -8,9 +8,8 @@
  */
 import type { Logger } from '../logger';
 import type { Usage } from '../providers/adapters/types';
-import type { CallLedger, CallLedgerFactory, CallPermit, CallRefusal, LedgerAccount, LedgerCall } from '../runs';
-import { InFlightCalls, type Reservation } from './in-flight-calls';
-import { checkBudgets, hasAnyLimit, modelIdOf, serviceProviderOf, sourceExtensionOf, UsageDayClock, type UsageSums } from './usage-rules';
+import type { CallFacts, CallLedger, CallLedgerFactory, CallPermit, CallRefusal, LedgerAccount, LedgerCall } from '../runs';
+import { budgetApplies, checkBudgets, hasAnyLimit, modelIdOf, serviceProviderOf, sourceExtensionOf, telemetryRow, UsageDayClock, type CallOutcome, type TelemetryRow, type UsageSums } from './usage-rules';
 import type { UsageRepository } from './usage.repository';
 
 /** The refusal when the ledger cannot be read (the database is down, a table is missing). */
@@ -26,9 +25,18 @@ function plus(sums: UsageSums, requests: number): UsageSums {
   return requests === 0 ? sums : { ...sums, requests: sums.requests + requests };
 }
 
+/**
+ * How long a call's hold counts when its booking never comes (the instance
+ * died mid-call): longer than any provider call takes, short enough that a
+ * crash does not block a budget for the rest of the day.
+ */
+export const HOLD_SECONDS = 15 * 60;
+/** How often a process drops expired holds. */
+const SWEEP_EVERY_SECONDS = 60;
+
 export class UsageLedger implements CallLedgerFactory {
   private readonly clock: UsageDayClock;
-  private readonly inFlight = new InFlightCalls();
+  private lastSweep = 0;
 
   constructor(
     private readonly repository: UsageRepository,
@@ -44,71 +52,91 @@ export class UsageLedger implements CallLedgerFactory {
     return this.clock.timeZone;
   }
 
-  forRun(account: LedgerAccount): CallLedger {
-    return { check: (call) => this.check(account, call) };
+  forRun(account: LedgerAccount, runUuid: string): CallLedger {
+    return { check: (call) => this.check(account, call, runUuid) };
   }
 
   private nowSeconds(): number {
     return Math.floor(this.now() / 1000);
   }
 
-  async check(account: LedgerAccount, call: LedgerCall): Promise<CallPermit | CallRefusal> {
+  /**
+   * Reads the budgets and, when a limit applies, holds the call, under the
+   * lock of its user and configuration (see UsageRepository.underBudgetLock):
+   * the calls let through and not booked yet, in every instance, count as
+   * spent requests, so together the instances never let more calls through
+   * than a request limit allows.
+   */
+  async check(account: LedgerAccount, call: LedgerCall, runUuid = ''): Promise<CallPermit | CallRefusal> {
     const configurationLimits = account.configurationUid > 0 && hasAnyLimit(account.configurationCaps) ? account.configurationCaps : null;
-    if (account.beUser <= 0 && configurationLimits === null) return this.permit(account, call, null);
+    if (account.beUser <= 0 && configurationLimits === null) return this.permit(account, call, null, runUuid);
 
     const now = this.nowSeconds();
-    const ticket = this.inFlight.beginRead();
+    const scopes = { beUser: Math.max(0, account.beUser), configurationUid: configurationLimits ? account.configurationUid : 0 };
     try {
-      const snapshot = await this.repository.budgetSnapshot({
-        beUser: account.beUser,
-        configurationUid: configurationLimits ? account.configurationUid : 0,
-        dayStart: this.clock.dayOf(now),
-        monthStart: this.clock.monthOf(now),
-        now,
+      const outcome = await this.repository.underBudgetLock(scopes, async (ledger) => {
+        const snapshot = await ledger.snapshot({ ...scopes, dayStart: this.clock.dayOf(now), monthStart: this.clock.monthOf(now), now, countHolds: true });
+        const breach = checkBudgets({
+          budget: snapshot.budget,
+          userDaily: plus(snapshot.userDaily, snapshot.heldOfUser),
+          userMonthly: plus(snapshot.userMonthly, snapshot.heldOfUser),
+          configurationLimits,
+          configurationDaily: plus(snapshot.configurationDaily, snapshot.heldOfConfiguration),
+        });
+        if (breach) return { breach: breach.message, hold: null };
+        // No limit applies (a user without a budget, no caps): nothing to hold.
+        if (!budgetApplies(snapshot.budget) && configurationLimits === null) return { breach: null, hold: null };
+        return { breach: null, hold: await ledger.hold(Math.max(0, account.beUser), Math.max(0, account.configurationUid), now + HOLD_SECONDS) };
       });
-      // Calls of this process the read could not see yet count as made.
-      const unseenOfUser = account.beUser > 0 ? this.inFlight.unseen(ticket, (other) => other.beUser === account.beUser) : 0;
-      const unseenOfConfiguration = configurationLimits ? this.inFlight.unseen(ticket, (other) => other.configurationUid === account.configurationUid) : 0;
-      const breach = checkBudgets({
-        budget: snapshot.budget,
-        userDaily: plus(snapshot.userDaily, unseenOfUser),
-        userMonthly: plus(snapshot.userMonthly, unseenOfUser),
-        configurationLimits,
-        configurationDaily: plus(snapshot.configurationDaily, unseenOfConfiguration),
-      });
-      if (breach) return { allowed: false, message: breach.message };
-      return this.permit(account, call, this.inFlight.reserve(account.beUser, account.configurationUid));
+      if (outcome.breach !== null) return { allowed: false, message: outcome.breach };
+      if (outcome.hold !== null) this.sweepNowAndThen(now);
+      return this.permit(account, call, outcome.hold, runUuid);
     } catch (error) {
       this.logger.error({ err: error, beUser: account.beUser, configurationUid: account.configurationUid }, 'the usage ledger could not be read; the call is refused');
       return { allowed: false, message: LEDGER_UNAVAILABLE_MESSAGE };
-    } finally {
-      this.inFlight.endRead(ticket);
     }
   }
 
-  private permit(account: LedgerAccount, call: LedgerCall, reservation: Reservation | null): CallPermit {
+  private sweepNowAndThen(now: number): void {
+    if (now - this.lastSweep < SWEEP_EVERY_SECONDS) return;
+    this.lastSweep = now;
+    this.repository.sweepHolds(now).catch((error: unknown) => this.logger.warn({ err: error }, 'expired usage holds could not be dropped'));
+  }
+
+  private permit(account: LedgerAccount, call: LedgerCall, holdUid: number | null, runUuid: string): CallPermit {
     let settled = false;
+    const granted = performance.now();
     return {
       allowed: true,
-      book: async (usage, cost) => {
+      book: async (usage, cost, facts: CallFacts) => {
         if (settled) return;
         settled = true;
-        try {
-          await this.book(account, call, usage, cost);
-        } finally {
-          if (reservation) this.inFlight.booked(reservation);
-        }
+        const telemetry = telemetryRow({ ...account, runUuid, serviceType: call.serviceType }, { success: true, usage, cost, latencyMs: facts.latencyMs, responseModel: facts.responseModel }, this.nowSeconds());
+        await this.book(account, call, usage, cost, holdUid, telemetry);
       },
-      release: () => {
+      release: async (error?: unknown) => {
         if (settled) return;
         settled = true;
-        if (reservation) this.inFlight.release(reservation);
+        if (holdUid !== null) {
+          await this.repository.freeHold(holdUid).catch((failure: unknown) => this.logger.warn({ err: failure, holdUid }, 'a usage hold could not be dropped; it expires'));
+        }
+        // A call that was made and failed leaves a row; one not made (no error) leaves none.
+        if (error !== undefined) await this.recordTelemetry(account, call, runUuid, { success: false, error, latencyMs: performance.now() - granted });
       },
     };
   }
 
-  /** Books one successful call; a failure is logged, never thrown (the call happened either way). */
-  private async book(account: LedgerAccount, call: LedgerCall, usage: Usage, cost: number | null): Promise<void> {
+  /** Appends the call's telemetry row; a failure is logged, never thrown. */
+  private async recordTelemetry(account: LedgerAccount, call: LedgerCall, runUuid: string, outcome: CallOutcome): Promise<void> {
+    try {
+      await this.repository.recordTelemetry(telemetryRow({ ...account, runUuid, serviceType: call.serviceType }, outcome, this.nowSeconds()));
+    } catch (error) {
+      this.logger.error({ err: error, runId: runUuid }, 'a provider call could not be logged in tx_nrllm_telemetry');
+    }
+  }
+
+  /** Books one successful call with its telemetry row; a failure is logged, never thrown (the call happened either way). */
+  private async book(account: LedgerAccount, call: LedgerCall, usage: Usage, cost: number | null, holdUid: number | null, telemetry: TelemetryRow): Promise<void> {
     const now = this.nowSeconds();
     try {
       await this.repository.book(
@@ -125,6 +153,8 @@ export class UsageLedger implements CallLedgerFactory {
         },
         { requests: 1, tokens: usage.totalTokens, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, cost: bookedCost(cost) },
         now,
+        holdUid,
+        telemetry,
       );
     } catch (error) {
       this.logger.error({ err: error, beUser: account.beUser, configurationUid: account.configurationUid }, 'a provider call could not be booked in the usage ledger');

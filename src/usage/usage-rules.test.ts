@@ -12,11 +12,12 @@ import {
   remaining,
   serviceProviderOf,
   sourceExtensionOf,
+  telemetryRow,
+  errorClassOf,
   UsageDayClock,
   type Limits,
   type UserBudgetLimits,
 } from './usage-rules';
-import { InFlightCalls } from './in-flight-calls';
 
 const none: Limits = { requests: 0, tokens: 0, cost: 0 };
 const utc = (iso: string) => Date.parse(iso) / 1000;
@@ -139,31 +140,23 @@ describe('usage days in a time zone', () => {
   });
 });
 
-describe('calls a budget check cannot see yet', () => {
-  it('counts calls under way, and calls booked after the read began, until every read has seen them', () => {
-    const calls = new InFlightCalls();
-    const mine = (reservation: { beUser: number }) => reservation.beUser === 7;
-    const early = calls.beginRead();
-    const running = calls.reserve(7, 1);
-    expect(calls.unseen(early, mine)).toBe(1);
-    calls.booked(running);
-    // Booked after `early` began: that read may have missed it.
-    expect(calls.unseen(early, mine)).toBe(1);
-    const late = calls.beginRead();
-    expect(calls.unseen(late, mine)).toBe(0);
-    calls.endRead(early);
-    calls.endRead(late);
-    expect(calls.size).toBe(0);
+describe('a telemetry row', () => {
+  const account = { runUuid: 'b2c6e0a4-1f4e-4c3a-9a57-0d1f1e2a3b4c', serviceType: 'chat', providerType: 'anthropic', modelId: 'claude-x', configurationIdentifier: 'writer', beUser: 4, source: 's'.repeat(80) };
+
+  it('names nr_llm\'s provider id, serves what was requested, and cuts the source to 64 characters', () => {
+    const row = telemetryRow(account, { success: true, usage: { promptTokens: 10, completionTokens: 2, totalTokens: 12 }, cost: 0.0000123, latencyMs: 41.6, responseModel: 'claude-x-2026' }, 1_800_000_000);
+    expect(row).toMatchObject({ correlationId: account.runUuid, provider: 'claude', servedProvider: 'claude', servedModel: 'claude-x', servedConfigurationIdentifier: 'writer', success: 1, errorClass: '', latencyMs: 42 });
+    expect(row.sourceExtension).toHaveLength(64);
+    expect([row.actualInputTokens, row.actualOutputTokens, row.actualCost]).toEqual([10, 2, '0.00001230']);
   });
 
-  it('forgets a failed call at once and counts only its own scope', () => {
-    const calls = new InFlightCalls();
-    const read = calls.beginRead();
-    const failed = calls.reserve(7, 1);
-    calls.reserve(8, 1);
-    expect(calls.unseen(read, (reservation) => reservation.beUser === 7)).toBe(1);
-    expect(calls.unseen(read, (reservation) => reservation.configurationUid === 1)).toBe(2);
-    calls.release(failed);
-    expect(calls.unseen(read, (reservation) => reservation.beUser === 7)).toBe(0);
+  it('keeps NULL for what was not measured: no usage block, an unpriced model, a failed call; a failure keeps only its class', () => {
+    const none = telemetryRow(account, { success: true, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 }, cost: null, latencyMs: 5, responseModel: '' }, 1);
+    expect([none.actualInputTokens, none.actualOutputTokens, none.actualCost]).toEqual([null, null, null]);
+    class ProviderHttpError extends Error {}
+    const failed = telemetryRow(account, { success: false, error: new ProviderHttpError('secret payload'), latencyMs: 7 }, 1);
+    expect(failed).toMatchObject({ success: 0, errorClass: 'ProviderHttpError', actualInputTokens: null, actualCost: null, responseModel: '' });
+    expect(JSON.stringify(failed)).not.toContain('secret');
+    expect(errorClassOf('text')).toBe('string');
   });
 });

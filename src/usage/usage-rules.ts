@@ -331,3 +331,80 @@ export class UsageDayClock {
     this.month = monthStart(epochSeconds, this.timeZone);
   }
 }
+
+// ---------------------------------------------------------------------------
+// Telemetry: one content-free row per provider call (`tx_nrllm_telemetry`)
+
+/** What one provider call of a run leaves in `tx_nrllm_telemetry` (the columns promptwire measures; the rest keep their "not measured" defaults). */
+export interface TelemetryRow {
+  correlationId: string;
+  operation: string;
+  provider: string;
+  model: string;
+  configurationIdentifier: string;
+  servedConfigurationIdentifier: string;
+  servedProvider: string;
+  servedModel: string;
+  beUser: number;
+  sourceExtension: string;
+  success: number;
+  errorClass: string;
+  latencyMs: number;
+  actualInputTokens: number | null;
+  actualOutputTokens: number | null;
+  /** Dollars with 8 decimals, as text for the decimal column; null when unpriced or failed. */
+  actualCost: string | null;
+  responseModel: string;
+  crdate: number;
+}
+
+/** The outcome of one call, as the ledger saw it. */
+export type CallOutcome =
+  | { success: true; usage: { promptTokens: number; completionTokens: number; totalTokens: number }; cost: number | null; latencyMs: number; responseModel: string }
+  | { success: false; error: unknown; latencyMs: number };
+
+const cut = (text: string, length: number) => Array.from(text).slice(0, length).join('');
+
+/** The class of a failure, never its message (messages can carry payload fragments). */
+export function errorClassOf(error: unknown): string {
+  if (error instanceof Error) return cut(error.constructor?.name || error.name || 'Error', 255);
+  return cut(typeof error, 255);
+}
+
+/**
+ * nr_llm's row for one call. Promptwire has no fallback, so "served" is the
+ * requested configuration. Tokens are NULL when the provider reported no
+ * usage at all (all three counts 0); the cost is NULL when the model is
+ * unpriced; both are NULL for a failed call.
+ */
+export function telemetryRow(
+  account: { runUuid: string; serviceType: string; providerType: string; modelId: string; configurationIdentifier: string; beUser: number; source: string },
+  outcome: CallOutcome,
+  now: number,
+): TelemetryRow {
+  const provider = cut(serviceProviderOf(account.providerType), 64);
+  const model = cut(account.modelId, 128);
+  const configurationIdentifier = cut(account.configurationIdentifier, 150);
+  const measured = outcome.success && (outcome.usage.promptTokens > 0 || outcome.usage.completionTokens > 0 || outcome.usage.totalTokens > 0);
+  const cost = outcome.success && outcome.cost !== null && Number.isFinite(outcome.cost) && outcome.cost >= 0 ? outcome.cost.toFixed(8) : null;
+  return {
+    correlationId: cut(account.runUuid, 36),
+    operation: cut(account.serviceType, 32),
+    provider,
+    model,
+    configurationIdentifier,
+    servedConfigurationIdentifier: configurationIdentifier,
+    servedProvider: provider,
+    servedModel: model,
+    beUser: Math.max(0, account.beUser),
+    sourceExtension: sourceExtensionOf(account.source),
+    success: outcome.success ? 1 : 0,
+    errorClass: outcome.success ? '' : errorClassOf(outcome.error),
+    latencyMs: Math.max(0, Math.min(4_294_967_295, Math.round(outcome.latencyMs))),
+    actualInputTokens: measured && outcome.success ? outcome.usage.promptTokens : null,
+    actualOutputTokens: measured && outcome.success ? outcome.usage.completionTokens : null,
+    actualCost: cost,
+    responseModel: outcome.success ? cut(outcome.responseModel, 128) : '',
+    crdate: now,
+  };
+}

@@ -4,9 +4,12 @@
  * plain SQL in as few round trips as the rules allow: a budget check is one
  * statement, a booking usually one.
  */
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import type { Dialect } from '../db/data-source';
-import type { Limits, UsageSums, UserBudgetLimits } from './usage-rules';
+import { DatabaseBusyError } from '../shared/errors';
+import { KeyedMutex } from '../shared/keyed-mutex';
+import type { Limits, TelemetryRow, UsageSums, UserBudgetLimits } from './usage-rules';
+import { UsageHoldEntity } from './usage-hold.entity';
 import { UserBudgetEntity } from './user-budget.entity';
 
 /** The aggregation key of one `tx_nrllm_service_usage` row (nr_llm's, in its order). */
@@ -38,6 +41,72 @@ export interface BudgetSnapshot {
   userDaily: UsageSums;
   userMonthly: UsageSums;
   configurationDaily: UsageSums;
+  /** Calls let through and not booked yet (unexpired holds), of the user and of the configuration; 0 unless asked for. */
+  heldOfUser: number;
+  heldOfConfiguration: number;
+}
+
+/** The scopes one budget check serialises on: the user's, then the configuration's (always in this order, so two checks never wait for each other in a cycle). */
+export interface BudgetScopes {
+  /** 0 = none. */
+  beUser: number;
+  /** 0 = none. */
+  configurationUid: number;
+}
+
+/** What a check may do while it holds its scopes' lock. */
+export interface LockedLedger {
+  snapshot(input: SnapshotInput): Promise<BudgetSnapshot>;
+  /** Records a call let through; its uid frees it. */
+  hold(beUser: number, configurationUid: number, expiresAt: number): Promise<number>;
+}
+
+export interface SnapshotInput {
+  beUser: number;
+  configurationUid: number;
+  dayStart: number;
+  monthStart: number;
+  now: number;
+  /** Also count unexpired holds (the check does; standings do not). */
+  countHolds?: boolean;
+}
+
+/** How long a check waits for another instance's check of the same scope before refusing (it fails closed). */
+const BUDGET_LOCK_WAIT_SECONDS = 10;
+
+type Query = (sql: string, params: unknown[]) => Promise<unknown>;
+
+/** The columns promptwire writes to `tx_nrllm_telemetry`; the others keep their "not measured" defaults. Plain SQL: it runs on every call. */
+const TELEMETRY_COLUMNS: readonly [string, keyof TelemetryRow][] = [
+  ['correlation_id', 'correlationId'],
+  ['operation', 'operation'],
+  ['provider', 'provider'],
+  ['model', 'model'],
+  ['configuration_identifier', 'configurationIdentifier'],
+  ['served_configuration_identifier', 'servedConfigurationIdentifier'],
+  ['served_provider', 'servedProvider'],
+  ['served_model', 'servedModel'],
+  ['be_user', 'beUser'],
+  ['source_extension', 'sourceExtension'],
+  ['success', 'success'],
+  ['error_class', 'errorClass'],
+  ['latency_ms', 'latencyMs'],
+  ['actual_input_tokens', 'actualInputTokens'],
+  ['actual_output_tokens', 'actualOutputTokens'],
+  ['actual_cost', 'actualCost'],
+  ['response_model', 'responseModel'],
+  ['crdate', 'crdate'],
+];
+const TELEMETRY_INSERT = `INSERT INTO tx_nrllm_telemetry (pid, ${TELEMETRY_COLUMNS.map(([column]) => column).join(', ')}) VALUES (0, ${TELEMETRY_COLUMNS.map(() => '?').join(', ')})`;
+const telemetryValues = (row: TelemetryRow): unknown[] => TELEMETRY_COLUMNS.map(([, key]) => row[key]);
+
+/** A booking chosen as a deadlock's victim is tried again, this often in all. */
+const BOOK_ATTEMPTS = 3;
+
+/** MySQL's deadlock and lock-wait-timeout errors: the transaction was rolled back and may be run again. */
+function isDeadlock(error: unknown): boolean {
+  const errno = (error as { errno?: unknown; driverError?: { errno?: unknown } }).driverError?.errno ?? (error as { errno?: unknown }).errno;
+  return errno === 1213 || errno === 1205;
 }
 
 const KEY_WHERE =
@@ -63,6 +132,8 @@ function columns(...expressions: string[]): string {
 }
 
 export class UsageRepository {
+  private readonly local = new KeyedMutex();
+
   constructor(
     private readonly dataSource: DataSource,
     private readonly dialect: Dialect,
@@ -70,55 +141,72 @@ export class UsageRepository {
 
   /**
    * The user's budget row (the first non-deleted, non-hidden one by uid),
-   * the user's usage today and this month, and the configuration's usage
-   * today over all users, in one statement. `beUser` 0 skips the user's
-   * parts, `configurationUid` 0 the configuration's.
+   * the user's usage today and this month, the configuration's usage today
+   * over all users and, when asked, the holds of both, in one statement.
+   * `beUser` 0 skips the user's parts, `configurationUid` 0 the
+   * configuration's.
    */
-  async budgetSnapshot(input: { beUser: number; configurationUid: number; dayStart: number; monthStart: number; now: number }): Promise<BudgetSnapshot> {
-    const parts: string[] = [];
-    const params: unknown[] = [];
-    if (input.beUser > 0) {
-      parts.push(
-        `SELECT 'b' AS part, ${columns('max_requests_per_day', 'max_tokens_per_day', 'max_cost_per_day', 'max_requests_per_month', 'max_tokens_per_month', 'max_cost_per_month', 'is_active')}
-           FROM (SELECT * FROM tx_nrllm_user_budget WHERE be_user = ? AND deleted = 0 AND hidden = 0 ORDER BY uid LIMIT 1) first_budget`,
-        `SELECT 'u' AS part, ${columns(
-          'SUM(CASE WHEN request_date >= ? THEN request_count ELSE 0 END)',
-          'SUM(CASE WHEN request_date >= ? THEN tokens_used ELSE 0 END)',
-          'SUM(CASE WHEN request_date >= ? THEN estimated_cost ELSE 0 END)',
-          'SUM(request_count)',
-          'SUM(tokens_used)',
-          'SUM(estimated_cost)',
-          '0',
-        )} FROM tx_nrllm_service_usage WHERE be_user = ? AND request_date >= ? AND request_date <= ?`,
-      );
-      params.push(input.beUser, input.dayStart, input.dayStart, input.dayStart, input.beUser, Math.min(input.monthStart, input.dayStart), input.now);
-    }
-    if (input.configurationUid > 0) {
-      parts.push(
-        `SELECT 'c' AS part, ${columns('SUM(request_count)', 'SUM(tokens_used)', 'SUM(estimated_cost)', '0', '0', '0', '0')}
-           FROM tx_nrllm_service_usage WHERE configuration_uid = ? AND request_date >= ? AND request_date <= ?`,
-      );
-      params.push(input.configurationUid, input.dayStart, input.now);
-    }
-    const empty: BudgetSnapshot = { budget: null, userDaily: { requests: 0, tokens: 0, cost: 0 }, userMonthly: { requests: 0, tokens: 0, cost: 0 }, configurationDaily: { requests: 0, tokens: 0, cost: 0 } };
-    if (parts.length === 0) return empty;
-    const rows = (await this.dataSource.query(parts.join(' UNION ALL '), params)) as Record<string, unknown>[];
-    const snapshot = empty;
-    for (const row of rows) {
-      switch (row.part) {
-        case 'b':
-          snapshot.budget = { isActive: num(row.v7) !== 0, daily: limitsOf(row, 'v1', 'v2', 'v3'), monthly: limitsOf(row, 'v4', 'v5', 'v6') };
-          break;
-        case 'u':
-          snapshot.userDaily = sums(row, 'v1', 'v2', 'v3');
-          snapshot.userMonthly = sums(row, 'v4', 'v5', 'v6');
-          break;
-        case 'c':
-          snapshot.configurationDaily = sums(row, 'v1', 'v2', 'v3');
-          break;
+  budgetSnapshot(input: SnapshotInput): Promise<BudgetSnapshot> {
+    return snapshotWith((sql, params) => this.dataSource.query(sql, params), input);
+  }
+
+  /**
+   * Runs one budget check (read, compare, hold) so that no other check of
+   * the same user or configuration, in any instance on this database, runs
+   * between its read and its hold:
+   *
+   * - SQLite: in a transaction, which takes the database's write lock first;
+   * - MySQL/MariaDB: under a named lock (`GET_LOCK`) per scope, taken in the
+   *   order user, configuration; the hold's insert commits before the locks
+   *   are released. A booking needs no lock: it raises the ledger and drops
+   *   its hold in one transaction, so a read sees both or neither.
+   *
+   * Within one process a keyed mutex queues checks first, so one waiting
+   * check per scope holds a pooled connection.
+   */
+  async underBudgetLock<T>(scopes: BudgetScopes, work: (ledger: LockedLedger) => Promise<T>): Promise<T> {
+    const names = [...(scopes.beUser > 0 ? [`u:${scopes.beUser}`] : []), ...(scopes.configurationUid > 0 ? [`c:${scopes.configurationUid}`] : [])];
+    const locked = () => (this.dialect === 'sqlite' ? this.dataSource.transaction((manager) => work(lockedLedger(manager))) : this.mysqlLocked(names, work));
+    return names.reduceRight<() => Promise<T>>((inner, name) => () => this.local.run(name, inner), locked)();
+  }
+
+  private async mysqlLocked<T>(names: string[], work: (ledger: LockedLedger) => Promise<T>): Promise<T> {
+    const runner = this.dataSource.createQueryRunner();
+    // Named locks are server-wide: the database name keeps databases apart; SHA1 keeps the name under 64 characters.
+    const lockName = "CONCAT('promptwire:', SHA1(CONCAT(DATABASE(), ':usage:', ?)))";
+    try {
+      await runner.connect();
+      if (names.length > 0) {
+        const row = ((await runner.query(`SELECT ${names.map((_, i) => `GET_LOCK(${lockName}, ?) AS l${i}`).join(', ')}`, names.flatMap((name) => [name, BUDGET_LOCK_WAIT_SECONDS]))) as Record<string, unknown>[])[0];
+        if (names.some((_, i) => Number(row?.[`l${i}`]) !== 1)) {
+          await runner.query('SELECT RELEASE_ALL_LOCKS()').catch(() => undefined);
+          throw new DatabaseBusyError(`Another instance held a budget check for over ${BUDGET_LOCK_WAIT_SECONDS} s`);
+        }
       }
+      try {
+        return await work(lockedLedger(runner.manager));
+      } finally {
+        if (names.length > 0) await runner.query(`SELECT ${names.map(() => `RELEASE_LOCK(${lockName})`).join(', ')}`, names).catch(() => undefined);
+      }
+    } finally {
+      await runner.release();
     }
-    return snapshot;
+  }
+
+  /** Appends one call's telemetry row (rows are never updated). */
+  async recordTelemetry(row: TelemetryRow): Promise<void> {
+    await this.dataSource.query(TELEMETRY_INSERT, telemetryValues(row));
+  }
+
+  /** Drops a hold (its call failed, or was not made). */
+  async freeHold(uid: number): Promise<void> {
+    await this.dataSource.query('DELETE FROM promptwire_usage_hold WHERE uid = ?', [uid]);
+  }
+
+  /** Drops the holds that expired (their instance died mid-call); how many. */
+  async sweepHolds(now: number): Promise<number> {
+    const result = await this.dataSource.createQueryBuilder().delete().from(UsageHoldEntity).where('expires_at <= :now', { now }).execute();
+    return result.affected ?? 0;
   }
 
   /**
@@ -126,8 +214,12 @@ export class UsageRepository {
    * raised in place (the first row by uid, when a race left two), or a row
    * is inserted. Without a unique key a concurrent first booking of the
    * same key may insert a second row; every reader sums, so totals stay right.
+   * The call's hold, if any, goes in the same transaction: a budget check
+   * reads the call either as held or as booked, never as both or neither.
+   * The call's telemetry row, if given, is appended in it too (one commit
+   * per call).
    */
-  async book(key: UsageKey, increment: UsageIncrement, now: number): Promise<void> {
+  async book(key: UsageKey, increment: UsageIncrement, now: number, holdUid: number | null = null, telemetry: TelemetryRow | null = null): Promise<void> {
     const keyValues = [key.serviceType, key.serviceProvider, key.beUser, key.configurationUid, key.modelUid, key.modelId, key.taskUid, key.sourceExtension, key.requestDate];
     const set =
       'request_count = request_count + ?, tokens_used = tokens_used + ?, prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ?, estimated_cost = estimated_cost + ?, tstamp = ?';
@@ -136,20 +228,107 @@ export class UsageRepository {
       this.dialect === 'sqlite'
         ? `UPDATE tx_nrllm_service_usage SET ${set} WHERE uid = (SELECT MIN(uid) FROM tx_nrllm_service_usage WHERE ${KEY_WHERE})`
         : `UPDATE tx_nrllm_service_usage SET ${set} WHERE ${KEY_WHERE} ORDER BY uid LIMIT 1`;
-    const runner = this.dataSource.createQueryRunner();
-    try {
+    const work = async (manager: EntityManager) => {
+      const runner = manager.queryRunner!;
       const updated = await runner.query(update, [...setValues, ...keyValues], true);
-      if (Number(updated.affected ?? 0) > 0) return;
-      await runner.query(
-        `INSERT INTO tx_nrllm_service_usage (pid, service_type, service_provider, be_user, configuration_uid, model_uid, model_id, task_uid, source_extension, request_date,
-           request_count, tokens_used, prompt_tokens, completion_tokens, characters_used, audio_seconds_used, images_generated, estimated_cost, tstamp, crdate)
-         VALUES (0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, ?, ?, ?)`,
-        [...keyValues, ...setValues, now],
-      );
-    } finally {
-      await runner.release();
+      if (Number(updated.affected ?? 0) === 0) {
+        await runner.query(
+          `INSERT INTO tx_nrllm_service_usage (pid, service_type, service_provider, be_user, configuration_uid, model_uid, model_id, task_uid, source_extension, request_date,
+             request_count, tokens_used, prompt_tokens, completion_tokens, characters_used, audio_seconds_used, images_generated, estimated_cost, tstamp, crdate)
+           VALUES (0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, ?, ?, ?)`,
+          [...keyValues, ...setValues, now],
+        );
+      }
+      if (holdUid !== null) await runner.query('DELETE FROM promptwire_usage_hold WHERE uid = ?', [holdUid]);
+      if (telemetry !== null) await runner.query(TELEMETRY_INSERT, telemetryValues(telemetry));
+    };
+    if (this.dialect === 'sqlite') return this.dataSource.transaction(work);
+    // READ COMMITTED: an update that finds no row of its key takes no gap lock, so two first bookings of one key insert two rows instead of deadlocking.
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await this.dataSource.transaction('READ COMMITTED', work);
+      } catch (error) {
+        if (attempt >= BOOK_ATTEMPTS || !isDeadlock(error)) throw error;
+      }
     }
   }
+}
+
+function lockedLedger(manager: EntityManager): LockedLedger {
+  return {
+    snapshot: (input) => snapshotWith((sql, params) => manager.query(sql, params), input),
+    hold: async (beUser, configurationUid, expiresAt) => {
+      const result = await manager.insert(UsageHoldEntity, { beUser, configurationUid, expiresAt });
+      return Number(result.identifiers[0]?.uid);
+    },
+  };
+}
+
+async function snapshotWith(query: Query, input: SnapshotInput): Promise<BudgetSnapshot> {
+  const parts: string[] = [];
+  const params: unknown[] = [];
+  if (input.beUser > 0) {
+    parts.push(
+      `SELECT 'b' AS part, ${columns('max_requests_per_day', 'max_tokens_per_day', 'max_cost_per_day', 'max_requests_per_month', 'max_tokens_per_month', 'max_cost_per_month', 'is_active')}
+         FROM (SELECT * FROM tx_nrllm_user_budget WHERE be_user = ? AND deleted = 0 AND hidden = 0 ORDER BY uid LIMIT 1) first_budget`,
+      `SELECT 'u' AS part, ${columns(
+        'SUM(CASE WHEN request_date >= ? THEN request_count ELSE 0 END)',
+        'SUM(CASE WHEN request_date >= ? THEN tokens_used ELSE 0 END)',
+        'SUM(CASE WHEN request_date >= ? THEN estimated_cost ELSE 0 END)',
+        'SUM(request_count)',
+        'SUM(tokens_used)',
+        'SUM(estimated_cost)',
+        '0',
+      )} FROM tx_nrllm_service_usage WHERE be_user = ? AND request_date >= ? AND request_date <= ?`,
+    );
+    params.push(input.beUser, input.dayStart, input.dayStart, input.dayStart, input.beUser, Math.min(input.monthStart, input.dayStart), input.now);
+  }
+  if (input.configurationUid > 0) {
+    parts.push(
+      `SELECT 'c' AS part, ${columns('SUM(request_count)', 'SUM(tokens_used)', 'SUM(estimated_cost)', '0', '0', '0', '0')}
+         FROM tx_nrllm_service_usage WHERE configuration_uid = ? AND request_date >= ? AND request_date <= ?`,
+    );
+    params.push(input.configurationUid, input.dayStart, input.now);
+  }
+  if (input.countHolds && parts.length > 0) {
+    parts.push(
+      `SELECT 'h' AS part, ${columns('SUM(CASE WHEN be_user = ? THEN 1 ELSE 0 END)', 'SUM(CASE WHEN configuration_uid = ? THEN 1 ELSE 0 END)', '0', '0', '0', '0', '0')}
+         FROM promptwire_usage_hold WHERE (be_user = ? OR configuration_uid = ?) AND expires_at > ?`,
+    );
+    // 0 matches no scope: a hold of no user is nobody's.
+    const beUser = input.beUser > 0 ? input.beUser : -1;
+    const configurationUid = input.configurationUid > 0 ? input.configurationUid : -1;
+    params.push(beUser, configurationUid, beUser, configurationUid, input.now);
+  }
+  const snapshot: BudgetSnapshot = {
+    budget: null,
+    userDaily: { requests: 0, tokens: 0, cost: 0 },
+    userMonthly: { requests: 0, tokens: 0, cost: 0 },
+    configurationDaily: { requests: 0, tokens: 0, cost: 0 },
+    heldOfUser: 0,
+    heldOfConfiguration: 0,
+  };
+  if (parts.length === 0) return snapshot;
+  const rows = (await query(parts.join(' UNION ALL '), params)) as Record<string, unknown>[];
+  for (const row of rows) {
+    switch (row.part) {
+      case 'b':
+        snapshot.budget = { isActive: num(row.v7) !== 0, daily: limitsOf(row, 'v1', 'v2', 'v3'), monthly: limitsOf(row, 'v4', 'v5', 'v6') };
+        break;
+      case 'u':
+        snapshot.userDaily = sums(row, 'v1', 'v2', 'v3');
+        snapshot.userMonthly = sums(row, 'v4', 'v5', 'v6');
+        break;
+      case 'c':
+        snapshot.configurationDaily = sums(row, 'v1', 'v2', 'v3');
+        break;
+      case 'h':
+        snapshot.heldOfUser = num(row.v1);
+        snapshot.heldOfConfiguration = num(row.v2);
+        break;
+    }
+  }
+  return snapshot;
 }
 
 /** A dimension `usage` can group by, and its column. */

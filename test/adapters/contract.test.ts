@@ -119,14 +119,15 @@ describe.each(KITS)('$name adapter contract', (kit) => {
     });
   });
 
-  it('reports the model the provider names in its answer, where its wire format carries one (OpenAI-compatible)', async () => {
-    const named = (kit.scenarios.text.body as { model?: unknown }).model;
+  it('reports the model the provider names in its answer (every wire format carries one: model, or Gemini\'s modelVersion)', async () => {
+    const body = kit.scenarios.text.body as { model?: unknown; modelVersion?: unknown };
+    const named = body.model ?? body.modelVersion;
     server.enqueue({ body: JSON.stringify(kit.scenarios.text.body) });
     server.enqueue({ body: kit.scenarios.text.stream, headers: { 'content-type': kit.streamContentType } });
     const plain = await adapter().chat(baseRequest());
     const streamed = doneResult(await collect(adapter().stream(baseRequest())));
-    const expected = kit === openAiKit && typeof named === 'string' ? named : undefined;
-    if (kit === openAiKit) expect(expected).toBeDefined();
+    const expected = typeof named === 'string' ? named : undefined;
+    expect(expected).toBeDefined();
     expect(plain.model).toBe(expected);
     expect(streamed.model).toBe(expected);
   });

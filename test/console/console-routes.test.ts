@@ -46,8 +46,14 @@ describe('pageFor', () => {
     ['/runs/', 'index.html'],
     ['/runs/new', 'index.html'],
     ['/runs/0b5f4a52-1c2d-4e3f-8a9b-0c1d2e3f4a5b', 'index.html'],
+    ['/usage', 'index.html'],
+    ['/usage/', 'index.html'],
     ['/playground', 'playground.html'],
+    ['/tasks', 'index.html'],
+    ['/tasks/alt_text', 'index.html'],
+    ['/tasks/a/b', null],
     ['/graphql', null],
+    ['/usage/x', null],
     ['/runs/a/b', null],
     ['/healthz', null],
   ])('%s shows %s', (pathname, page) => {
@@ -76,6 +82,7 @@ describe('the console over HTTP', () => {
       ['/runs', 'runs'],
       ['/runs/new', 'runs'],
       ['/runs/0b5f4a52-1c2d-4e3f-8a9b-0c1d2e3f4a5b', 'runs'],
+      ['/usage', 'runs'],
       ['/playground', 'playground'],
     ] as const) {
       const response = await fetch(base + pathname);

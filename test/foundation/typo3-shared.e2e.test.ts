@@ -118,7 +118,7 @@ describe.each(testDialects)('a TYPO3-owned database on %s (SCHEMA_MODE=shared)',
         dialect === 'mysql' ? 'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = DATABASE()' : "SELECT name FROM sqlite_master WHERE type = 'table'",
       )) as { name: string }[]
     ).map((row) => row.name);
-    expect(tables.filter((name) => !name.startsWith('tx_nrllm_') && name !== 'sqlite_sequence').sort()).toEqual(['promptwire_api_token', 'promptwire_configuration_release', 'promptwire_conversation', 'promptwire_mcp_credential', 'promptwire_migrations', 'promptwire_model_price', 'promptwire_prompt_version', 'promptwire_run_approval_deadline', 'promptwire_run_lease', 'promptwire_run_provenance', 'promptwire_run_request', 'promptwire_task_extension', 'promptwire_task_release', 'promptwire_webhook', 'promptwire_webhook_delivery']);
+    expect(tables.filter((name) => !name.startsWith('tx_nrllm_') && name !== 'sqlite_sequence').sort()).toEqual(['promptwire_api_token', 'promptwire_configuration_release', 'promptwire_conversation', 'promptwire_mcp_credential', 'promptwire_migrations', 'promptwire_model_price', 'promptwire_prompt_version', 'promptwire_run_approval_deadline', 'promptwire_run_lease', 'promptwire_run_provenance', 'promptwire_run_request', 'promptwire_task_extension', 'promptwire_task_release', 'promptwire_usage_hold', 'promptwire_webhook', 'promptwire_webhook_delivery']);
   });
 });
 

@@ -39,6 +39,8 @@ export interface ScriptedReply {
   contentChunks?: string[];
   /** Streaming: pause between chunks. */
   chunkDelayMs?: number;
+  /** Streaming: after this many frames are written, wait for `gate` before the rest. */
+  holdAfter?: { frames: number; gate: Promise<void> };
   /** Answer with this HTTP status and `errorBody` instead of a completion. */
   status?: number;
   errorBody?: string;
@@ -236,6 +238,7 @@ export class ScriptedProvider {
       response.write(`data: ${JSON.stringify(frame)}\n\n`);
       record.chunksSent += 1;
       if (reply.chunkDelayMs) await pause(reply.chunkDelayMs);
+      if (reply.holdAfter && record.chunksSent === reply.holdAfter.frames) await Promise.race([reply.holdAfter.gate, closedSignal]);
     }
     if (closed) return;
     response.end('data: [DONE]\n\n');

@@ -5,9 +5,10 @@
  * the task on the run and on `run.finished`.
  */
 import { testDialects } from '../support/databases';
-import { startTestServer, type TestServer } from '../support/server';
+import { collect, startTestServer, type TestServer } from '../support/server';
 import { startWebhookReceiver } from '../support/webhook-receiver';
 import { RunKit, uniqueIdentifier, type RunSetup } from '../runs/run-kit';
+import { gate } from '../runs/scripted-provider';
 
 const SCHEMA = { type: 'object', properties: { title: { type: 'string', minLength: 1 }, keywords: { type: 'array', items: { type: 'string' } } }, required: ['title', 'keywords'], additionalProperties: false };
 const SCHEMA_TEXT = JSON.stringify(SCHEMA);
@@ -139,13 +140,44 @@ describe.each(testDialects)('task runs on %s', (dialect) => {
     }
   });
 
-  it('variable faults and an inactive task start no run and send nothing', async () => {
+  it('with wait:false the run comes back QUEUED and runTrace follows it to its END', async () => {
+    const setup = await kit.setup();
+    const task = await createTask(setup, { promptTemplate: 'Alt text: {{input}}' });
+    const held = gate();
+    setup.provider.script({ text: 'A dog.', gate: held.promise });
+    const started = await runTaskOk({ task, input: 'dog.jpg', wait: false });
+    expect(started.run).toMatchObject({ status: 'QUEUED', task });
+    const watched = collect<{ runTrace: { kind: string; content: string | null } }>(t.wsClient(), 'subscription($id: ID!) { runTrace(runId: $id) { kind content } }', { id: started.run.id });
+    held.open();
+    await watched.done;
+    expect(watched.errors).toEqual([]);
+    const kinds = watched.events.map((event) => event.runTrace.kind);
+    expect(kinds.at(-1)).toBe('END');
+    expect(watched.events.find((event) => event.runTrace.kind === 'LLM')?.runTrace.content).toBe('A dog.');
+  });
+
+  it('a variable value holding {{input}} reaches the provider verbatim, never expanded', async () => {
     const setup = await kit.setup();
     const task = await createTask(setup, { promptTemplate: 'Write for {{audience}}: {{input}}' });
+    setup.provider.script({ text: 'ok' });
+    await runTaskOk({ task, input: 'text', variables: { audience: '{{input}} fans' } });
+    expect(userMessageOf(setup.provider.requests[0]!.body)).toBe('Write for {{input}} fans: text');
+  });
+
+  it('variable faults, an unknown or inactive task and a missing default configuration start no run and send nothing', async () => {
+    const setup = await kit.setup();
+    const task = await createTask(setup, { promptTemplate: 'Write for {{audience}}: {{input}}' });
+    const inactive = await createTask(setup, { promptTemplate: '{{input}}', isActive: false });
+    const noConfiguration = uniqueIdentifier('task');
+    await t.ok('mutation($input: CreateTaskInput!) { createTask(input: $input) { uid } }', { input: { identifier: noConfiguration, name: 'Task', promptTemplate: '{{input}}' } });
     const before = ((await t.database.query('SELECT COUNT(*) AS n FROM tx_nrllm_agentrun')) as { n: number | string }[])[0]!.n;
     expect((await runTask({ task, input: 'x' })).errors?.[0]).toMatchObject({ message: 'Missing variables: audience', extensions: { code: 'BAD_USER_INPUT' } });
-    expect((await runTask({ task, input: 'x', variables: { audience: 'a', tone: 'b' } })).errors?.[0]?.message).toBe('Unknown variables: tone');
+    expect((await runTask({ task, input: 'x', variables: { audience: 'a', tone: 'b' } })).errors?.[0]).toMatchObject({ message: 'Unknown variables: tone', extensions: { code: 'BAD_USER_INPUT' } });
     expect((await runTask({ task: 'no_such_task', input: 'x' })).errors?.[0]).toMatchObject({ message: 'Task not found', extensions: { code: 'NOT_FOUND' } });
+    expect((await runTask({ task: inactive, input: 'x' })).errors?.[0]).toMatchObject({ message: 'Task is not active', extensions: { code: 'BAD_USER_INPUT' } });
+    const noDefault = (await runTask({ task: noConfiguration, input: 'x' })).errors?.[0];
+    expect(noDefault?.extensions?.code).toBe('BAD_USER_INPUT');
+    expect(noDefault?.message).toMatch(/no active default configuration with a model/);
     const after = ((await t.database.query('SELECT COUNT(*) AS n FROM tx_nrllm_agentrun')) as { n: number | string }[])[0]!.n;
     expect(Number(after)).toBe(Number(before));
     expect(setup.provider.requests).toHaveLength(0);

@@ -171,6 +171,14 @@ describe.each(testDialects)('tasks on %s', (dialect) => {
     expect(setup.provider.requests).toHaveLength(0);
   });
 
+  it('variables written as an object literal in the document are taken like variables sent apart', async () => {
+    const setup = await kit.setup();
+    const task = await createTask({ promptTemplate: 'Write for {{audience}}: {{input}}', configuration: setup.configuration });
+    const literal = (variables: string) => t.gql<{ renderTask: RenderView }>(`query($id: String!) { renderTask(identifier: $id, input: "text", variables: ${variables}) { userPrompt } }`, { id: task.identifier });
+    expect((await literal('{ audience: "kids" }')).data!.renderTask.userPrompt).toBe('Write for kids: text');
+    expect((await literal('{ tone: 1 }')).errors?.[0]).toMatchObject({ message: 'Missing variables: audience; Unknown variables: tone', extensions: { code: 'BAD_USER_INPUT' } });
+  });
+
   it('an unknown task is NOT_FOUND "Task not found", an inactive one BAD_USER_INPUT "Task is not active"', async () => {
     const unknown = await render('no_such_task_anywhere', 'x');
     expect(unknown.errors?.[0]).toMatchObject({ message: 'Task not found', extensions: { code: 'NOT_FOUND' } });

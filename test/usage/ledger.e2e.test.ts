@@ -245,4 +245,27 @@ describe.each(testDialects)('the usage ledger (%s)', (dialect) => {
     expect((await runToEnd(setup, token, { tools: [] })).estimatedCost).toBeCloseTo(2, 6);
     expect(await runToEnd(setup, token, { tools: [] })).toMatchObject({ terminationReason: 'budget_exhausted', error: 'AI budget exhausted: configuration daily cost is at 2 of 1.50' });
   });
+
+  test('a call under way holds its request until it is booked or fails; a hold left by a dead instance counts until it expires', async () => {
+    const setup = await kit.setup();
+    await t.database.query('UPDATE tx_nrllm_configuration SET max_requests_per_day = 2 WHERE uid = ?', [setup.configurationUid]);
+    const token = await tokenFor(0);
+    const holds = async () => Number(((await t.database.query('SELECT COUNT(*) AS n FROM promptwire_usage_hold WHERE configuration_uid = ?', [setup.configurationUid])) as Row[])[0]?.n);
+    // A failed call frees its hold and books nothing.
+    setup.provider.script({ status: 500, errorBody: '{"error":{"message":"down"}}' });
+    expect((await runToEnd(setup, token, { tools: [] })).terminationReason).toBe('provider_failed');
+    expect(await holds()).toBe(0);
+    // A booked call's hold goes with its booking.
+    setup.provider.script({ text: 'a', usage: { prompt: 1, completion: 1 } });
+    expect((await runToEnd(setup, token, { tools: [] })).terminationReason).toBe('completed');
+    expect(await holds()).toBe(0);
+    // Another instance died mid-call: its unexpired hold takes the last request; an expired one takes nothing.
+    const now = Math.floor(Date.now() / 1000);
+    await t.database.query('INSERT INTO promptwire_usage_hold (be_user, configuration_uid, expires_at) VALUES (0, ?, ?), (0, ?, ?)', [setup.configurationUid, now + 600, setup.configurationUid, now - 1]);
+    expect(await runToEnd(setup, token, { tools: [] })).toMatchObject({ terminationReason: 'budget_exhausted', error: 'AI budget exhausted: configuration daily request count is at 2 of 2' });
+    await t.database.query('UPDATE promptwire_usage_hold SET expires_at = ? WHERE configuration_uid = ?', [now - 1, setup.configurationUid]);
+    setup.provider.script({ text: 'b', usage: { prompt: 1, completion: 1 } });
+    expect((await runToEnd(setup, token, { tools: [] })).terminationReason).toBe('completed');
+    expect(setup.provider.requests).toHaveLength(3);
+  });
 });

@@ -23,9 +23,17 @@ export function Landing() {
           <h2>Run playground</h2>
           <p>Pick a configuration, see its effective prompt, choose tools and start an agent run. Try the demo assistant: it needs no account.</p>
         </a>
+        <a className="tile" href="/tasks" data-link="tasks">
+          <h2>Tasks</h2>
+          <p>Named prompt templates with variables: edit them, preview exactly what they send, and try them.</p>
+        </a>
         <a className="tile" href="/runs" data-link="runs">
           <h2>Runs</h2>
           <p>Every run, newest first, updating live. Open one to watch its trace step by step.</p>
+        </a>
+        <a className="tile" href="/usage" data-link="usage">
+          <h2>Usage</h2>
+          <p>Tokens, cost and requests per day, by model, configuration and source, from the usage ledger TYPO3 shares (administrators).</p>
         </a>
       </div>
     </section>

@@ -4,6 +4,9 @@ import { signOut } from './sign-in';
 const LINKS = [
   { href: '/runs', label: 'Runs' },
   { href: '/runs/new', label: 'New run' },
+  { href: '/tasks', label: 'Tasks' },
+  { href: '/usage', label: 'Usage' },
+  { href: '/chat', label: 'Chat' },
   { href: '/playground', label: 'Playground' },
 ];
 

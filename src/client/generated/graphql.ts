@@ -24,6 +24,30 @@ export type ConversationFilter = {
   search?: string | null | undefined;
 };
 
+export type CreateTaskInput = {
+  /** Default general. */
+  category?: string | null | undefined;
+  /** A configuration identifier; left out: the active default configuration. */
+  configuration?: string | null | undefined;
+  description?: string | null | undefined;
+  hidden?: boolean | null | undefined;
+  identifier: string;
+  /** Default manual. */
+  inputType?: string | null | undefined;
+  isActive?: boolean | null | undefined;
+  name: string;
+  /** Default markdown. */
+  outputFormat?: string | null | undefined;
+  /** A JSON Schema (nr_llm's strict subset) for a JSON task's answer. */
+  outputSchema?: unknown;
+  /** `{{input}}` is the input; any other `{{name}}` a variable. */
+  promptTemplate: string;
+  /** Skill identifiers, in injection order. */
+  skills?: Array<string> | null | undefined;
+  sorting?: number | null | undefined;
+  variables?: Array<TaskVariableInput> | null | undefined;
+};
+
 /** ADMIN: everything. EDITOR: snippets, configurations, skills, runs. VIEWER: read and watch runs. */
 export type Role =
   | 'ADMIN'
@@ -60,6 +84,20 @@ export type RunStepKind =
   | 'LLM'
   | 'REQUEST'
   | 'TOOL';
+
+/** A task run: the task by identifier, its input and variables. */
+export type RunTaskInput = {
+  /** What `{{input}}` becomes. */
+  input?: string | null | undefined;
+  /** Run the configuration's release with this label. */
+  label?: string | null | undefined;
+  /** The task identifier. */
+  task: string;
+  /** Named variables: an object of names and values. */
+  variables?: unknown;
+  /** Answer once the run ended (default); false: answer with the QUEUED run, to watch with runTrace. */
+  wait?: boolean | null | undefined;
+};
 
 /** One user message; the run options apply to this turn only. */
 export type SendMessageInput = {
@@ -139,11 +177,40 @@ export type TagMatch =
   | 'ALL'
   | 'ANY';
 
+/** A named variable the template uses as `{{name}}`. */
+export type TaskVariableInput = {
+  /** A value of the type; without one the variable is required. */
+  default?: unknown;
+  description?: string | null | undefined;
+  name: string;
+  /** string, number, integer or boolean. */
+  type: string;
+};
+
 export type ToolDecisionInput = {
   approve: boolean;
   /** At most 1000 characters. */
   reason?: string | null | undefined;
   toolCallId: string;
+};
+
+export type UpdateTaskInput = {
+  category?: string | null | undefined;
+  /** A configuration identifier; "" or null: the active default configuration. */
+  configuration?: string | null | undefined;
+  description?: string | null | undefined;
+  hidden?: boolean | null | undefined;
+  identifier?: string | null | undefined;
+  inputType?: string | null | undefined;
+  isActive?: boolean | null | undefined;
+  name?: string | null | undefined;
+  outputFormat?: string | null | undefined;
+  /** null removes the schema. */
+  outputSchema?: unknown;
+  promptTemplate?: string | null | undefined;
+  skills?: Array<string> | null | undefined;
+  sorting?: number | null | undefined;
+  variables?: Array<TaskVariableInput> | null | undefined;
 };
 
 export type ConfigurationsQueryVariables = Exact<{
@@ -360,6 +427,106 @@ export type RunPageQueryVariables = Exact<{
 
 export type RunPageQuery = { runsConnection: { totalCount: number, pageInfo: { hasNextPage: boolean, endCursor: string | null }, nodes: Array<{ id: string, status: RunStatus, terminationReason: string | null, configurationIdentifier: string | null, releaseLabel: string | null, createdAt: string, finishedAt: string | null, totalTokens: number, estimatedCost: number | null }> } };
 
+export type TaskFieldsFragment = { uid: number, identifier: string, name: string, description: string | null, category: string, configuration: string | null, promptTemplate: string, inputType: string, outputFormat: string, skills: Array<string>, outputSchema: unknown, isActive: boolean, isSystem: boolean, hidden: boolean, sorting: number, createdAt: string, updatedAt: string, variables: Array<{ name: string, type: string, required: boolean, default: unknown, description: string | null }> };
+
+export type TaskVersionFieldsFragment = { version: number, identifier: string, name: string, category: string, promptTemplate: string, outputFormat: string, variables: unknown, outputSchema: unknown, isActive: boolean, deleted: boolean, createdAt: string, author: string | null, source: string };
+
+export type TaskRenderFieldsFragment = { configuration: string, label: string | null, systemPrompt: string, userPrompt: string, callOptions: unknown, appliedSkills: Array<string>, messages: Array<{ role: string, content: string }> };
+
+export type TaskRunFieldsFragment = { content: string | null, outputFormat: string, output: unknown, outputValid: boolean | null, rawOutput: string | null, appliedSkills: Array<string>, attempts: number, run: { task: string | null, id: string, status: RunStatus, terminationReason: string | null, dryRun: boolean, configurationIdentifier: string | null, iterations: number, truncated: boolean, finalContent: string | null, promptTokens: number, completionTokens: number, totalTokens: number, estimatedCost: number | null, error: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null } };
+
+export type TasksQueryVariables = Exact<{
+  category?: string | null | undefined;
+  limit?: number | null | undefined;
+  offset?: number | null | undefined;
+}>;
+
+
+export type TasksQuery = { tasks: Array<{ uid: number, identifier: string, name: string, description: string | null, category: string, configuration: string | null, promptTemplate: string, inputType: string, outputFormat: string, skills: Array<string>, outputSchema: unknown, isActive: boolean, isSystem: boolean, hidden: boolean, sorting: number, createdAt: string, updatedAt: string, variables: Array<{ name: string, type: string, required: boolean, default: unknown, description: string | null }> }> };
+
+export type TaskQueryVariables = Exact<{
+  identifier: string;
+  versions?: number | null | undefined;
+}>;
+
+
+export type TaskQuery = { task: { uid: number, identifier: string, name: string, description: string | null, category: string, configuration: string | null, promptTemplate: string, inputType: string, outputFormat: string, skills: Array<string>, outputSchema: unknown, isActive: boolean, isSystem: boolean, hidden: boolean, sorting: number, createdAt: string, updatedAt: string, versions: Array<{ version: number, identifier: string, name: string, category: string, promptTemplate: string, outputFormat: string, variables: unknown, outputSchema: unknown, isActive: boolean, deleted: boolean, createdAt: string, author: string | null, source: string }>, variables: Array<{ name: string, type: string, required: boolean, default: unknown, description: string | null }> } | null };
+
+export type RenderTaskQueryVariables = Exact<{
+  identifier: string;
+  input?: string | null | undefined;
+  variables?: unknown;
+  label?: string | null | undefined;
+}>;
+
+
+export type RenderTaskQuery = { renderTask: { configuration: string, label: string | null, systemPrompt: string, userPrompt: string, callOptions: unknown, appliedSkills: Array<string>, messages: Array<{ role: string, content: string }> } };
+
+export type TaskVersionDiffQueryVariables = Exact<{
+  uid: number;
+  from: number;
+  to: number;
+}>;
+
+
+export type TaskVersionDiffQuery = { taskVersionDiff: { from: number, to: number, textDiff: string, fields: Array<{ field: string, before: unknown, after: unknown }> } };
+
+export type CreateTaskMutationVariables = Exact<{
+  input: CreateTaskInput;
+}>;
+
+
+export type CreateTaskMutation = { createTask: { uid: number, identifier: string, name: string, description: string | null, category: string, configuration: string | null, promptTemplate: string, inputType: string, outputFormat: string, skills: Array<string>, outputSchema: unknown, isActive: boolean, isSystem: boolean, hidden: boolean, sorting: number, createdAt: string, updatedAt: string, variables: Array<{ name: string, type: string, required: boolean, default: unknown, description: string | null }> } };
+
+export type UpdateTaskMutationVariables = Exact<{
+  uid: number;
+  input: UpdateTaskInput;
+}>;
+
+
+export type UpdateTaskMutation = { updateTask: { uid: number, identifier: string, name: string, description: string | null, category: string, configuration: string | null, promptTemplate: string, inputType: string, outputFormat: string, skills: Array<string>, outputSchema: unknown, isActive: boolean, isSystem: boolean, hidden: boolean, sorting: number, createdAt: string, updatedAt: string, variables: Array<{ name: string, type: string, required: boolean, default: unknown, description: string | null }> } };
+
+export type DeleteTaskMutationVariables = Exact<{
+  uid: number;
+}>;
+
+
+export type DeleteTaskMutation = { deleteTask: boolean };
+
+export type RestoreTaskMutationVariables = Exact<{
+  uid: number;
+  version: number;
+}>;
+
+
+export type RestoreTaskMutation = { restoreTask: { uid: number, identifier: string, name: string, description: string | null, category: string, configuration: string | null, promptTemplate: string, inputType: string, outputFormat: string, skills: Array<string>, outputSchema: unknown, isActive: boolean, isSystem: boolean, hidden: boolean, sorting: number, createdAt: string, updatedAt: string, variables: Array<{ name: string, type: string, required: boolean, default: unknown, description: string | null }> } };
+
+export type PublishTaskMutationVariables = Exact<{
+  identifier: string;
+  label: string;
+}>;
+
+
+export type PublishTaskMutation = { publishTask: { id: number, task: string, label: string, version: number, author: string | null, createdAt: string } };
+
+export type RunTaskMutationVariables = Exact<{
+  input: RunTaskInput;
+}>;
+
+
+export type RunTaskMutation = { runTask: { content: string | null, outputFormat: string, output: unknown, outputValid: boolean | null, rawOutput: string | null, appliedSkills: Array<string>, attempts: number, run: { task: string | null, id: string, status: RunStatus, terminationReason: string | null, dryRun: boolean, configurationIdentifier: string | null, iterations: number, truncated: boolean, finalContent: string | null, promptTokens: number, completionTokens: number, totalTokens: number, estimatedCost: number | null, error: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null } } };
+
+export type UsageFiguresFieldsFragment = { requests: number, tokens: number, promptTokens: number, completionTokens: number, cost: number };
+
+export type UsageDashboardQueryVariables = Exact<{
+  from: string;
+  to: string;
+  breakdownLimit?: number | null | undefined;
+}>;
+
+
+export type UsageDashboardQuery = { usageTotals: { days: number, requests: number, tokens: number, promptTokens: number, completionTokens: number, cost: number }, daily: Array<{ date: string | null, requests: number, tokens: number, promptTokens: number, completionTokens: number, cost: number }>, byModel: Array<{ modelId: string | null, requests: number, tokens: number, promptTokens: number, completionTokens: number, cost: number }>, byConfiguration: Array<{ configurationUid: number | null, configuration: string | null, requests: number, tokens: number, promptTokens: number, completionTokens: number, cost: number }>, bySource: Array<{ source: string | null, requests: number, tokens: number, promptTokens: number, completionTokens: number, cost: number }> };
+
 export class TypedDocumentString<TResult, TVariables>
   extends String
   implements DocumentTypeDecoration<TResult, TVariables>
@@ -506,6 +673,65 @@ export const RunStepFieldsFragmentDoc = new TypedDocumentString(`
   terminationReason
   error
 }`, {"fragmentName":"RunStepFields"}) as unknown as TypedDocumentString<RunStepFieldsFragment, unknown>;
+export const TaskFieldsFragmentDoc = new TypedDocumentString(`
+    fragment TaskFields on Task {
+  uid
+  identifier
+  name
+  description
+  category
+  configuration
+  promptTemplate
+  inputType
+  outputFormat
+  skills
+  variables {
+    name
+    type
+    required
+    default
+    description
+  }
+  outputSchema
+  isActive
+  isSystem
+  hidden
+  sorting
+  createdAt
+  updatedAt
+}
+    `, {"fragmentName":"TaskFields"}) as unknown as TypedDocumentString<TaskFieldsFragment, unknown>;
+export const TaskVersionFieldsFragmentDoc = new TypedDocumentString(`
+    fragment TaskVersionFields on TaskVersion {
+  version
+  identifier
+  name
+  category
+  promptTemplate
+  outputFormat
+  variables
+  outputSchema
+  isActive
+  deleted
+  createdAt
+  author
+  source
+}
+    `, {"fragmentName":"TaskVersionFields"}) as unknown as TypedDocumentString<TaskVersionFieldsFragment, unknown>;
+export const TaskRenderFieldsFragmentDoc = new TypedDocumentString(`
+    fragment TaskRenderFields on TaskRender {
+  configuration
+  label
+  systemPrompt
+  userPrompt
+  messages {
+    role
+    content
+  }
+  callOptions
+  appliedSkills
+}
+    `, {"fragmentName":"TaskRenderFields"}) as unknown as TypedDocumentString<TaskRenderFieldsFragment, unknown>;
 export const RunSummaryFieldsFragmentDoc = new TypedDocumentString(`
     fragment RunSummaryFields on AgentRun {
   id
@@ -526,6 +752,47 @@ export const RunSummaryFieldsFragmentDoc = new TypedDocumentString(`
   finishedAt
 }
     `, {"fragmentName":"RunSummaryFields"}) as unknown as TypedDocumentString<RunSummaryFieldsFragment, unknown>;
+export const TaskRunFieldsFragmentDoc = new TypedDocumentString(`
+    fragment TaskRunFields on TaskRun {
+  run {
+    ...RunSummaryFields
+    task
+  }
+  content
+  outputFormat
+  output
+  outputValid
+  rawOutput
+  appliedSkills
+  attempts
+}
+    fragment RunSummaryFields on AgentRun {
+  id
+  status
+  terminationReason
+  dryRun
+  configurationIdentifier
+  iterations
+  truncated
+  finalContent
+  promptTokens
+  completionTokens
+  totalTokens
+  estimatedCost
+  error
+  createdAt
+  startedAt
+  finishedAt
+}`, {"fragmentName":"TaskRunFields"}) as unknown as TypedDocumentString<TaskRunFieldsFragment, unknown>;
+export const UsageFiguresFieldsFragmentDoc = new TypedDocumentString(`
+    fragment UsageFiguresFields on UsageRow {
+  requests
+  tokens
+  promptTokens
+  completionTokens
+  cost
+}
+    `, {"fragmentName":"UsageFiguresFields"}) as unknown as TypedDocumentString<UsageFiguresFieldsFragment, unknown>;
 export const ConfigurationsDocument = new TypedDocumentString(`
     query Configurations($limit: Int = 100) {
   configurations(limit: $limit) {
@@ -1211,3 +1478,312 @@ export const RunPageDocument = new TypedDocumentString(`
   }
 }
     `) as unknown as TypedDocumentString<RunPageQuery, RunPageQueryVariables>;
+export const TasksDocument = new TypedDocumentString(`
+    query Tasks($category: String, $limit: Int = 100, $offset: Int = 0) {
+  tasks(category: $category, limit: $limit, offset: $offset) {
+    ...TaskFields
+  }
+}
+    fragment TaskFields on Task {
+  uid
+  identifier
+  name
+  description
+  category
+  configuration
+  promptTemplate
+  inputType
+  outputFormat
+  skills
+  variables {
+    name
+    type
+    required
+    default
+    description
+  }
+  outputSchema
+  isActive
+  isSystem
+  hidden
+  sorting
+  createdAt
+  updatedAt
+}`) as unknown as TypedDocumentString<TasksQuery, TasksQueryVariables>;
+export const TaskDocument = new TypedDocumentString(`
+    query Task($identifier: String!, $versions: Int = 10) {
+  task(identifier: $identifier) {
+    ...TaskFields
+    versions(limit: $versions) {
+      ...TaskVersionFields
+    }
+  }
+}
+    fragment TaskFields on Task {
+  uid
+  identifier
+  name
+  description
+  category
+  configuration
+  promptTemplate
+  inputType
+  outputFormat
+  skills
+  variables {
+    name
+    type
+    required
+    default
+    description
+  }
+  outputSchema
+  isActive
+  isSystem
+  hidden
+  sorting
+  createdAt
+  updatedAt
+}
+fragment TaskVersionFields on TaskVersion {
+  version
+  identifier
+  name
+  category
+  promptTemplate
+  outputFormat
+  variables
+  outputSchema
+  isActive
+  deleted
+  createdAt
+  author
+  source
+}`) as unknown as TypedDocumentString<TaskQuery, TaskQueryVariables>;
+export const RenderTaskDocument = new TypedDocumentString(`
+    query RenderTask($identifier: String!, $input: String, $variables: JSON, $label: String) {
+  renderTask(
+    identifier: $identifier
+    input: $input
+    variables: $variables
+    label: $label
+  ) {
+    ...TaskRenderFields
+  }
+}
+    fragment TaskRenderFields on TaskRender {
+  configuration
+  label
+  systemPrompt
+  userPrompt
+  messages {
+    role
+    content
+  }
+  callOptions
+  appliedSkills
+}`) as unknown as TypedDocumentString<RenderTaskQuery, RenderTaskQueryVariables>;
+export const TaskVersionDiffDocument = new TypedDocumentString(`
+    query TaskVersionDiff($uid: Int!, $from: Int!, $to: Int!) {
+  taskVersionDiff(uid: $uid, from: $from, to: $to) {
+    from
+    to
+    fields {
+      field
+      before
+      after
+    }
+    textDiff
+  }
+}
+    `) as unknown as TypedDocumentString<TaskVersionDiffQuery, TaskVersionDiffQueryVariables>;
+export const CreateTaskDocument = new TypedDocumentString(`
+    mutation CreateTask($input: CreateTaskInput!) {
+  createTask(input: $input) {
+    ...TaskFields
+  }
+}
+    fragment TaskFields on Task {
+  uid
+  identifier
+  name
+  description
+  category
+  configuration
+  promptTemplate
+  inputType
+  outputFormat
+  skills
+  variables {
+    name
+    type
+    required
+    default
+    description
+  }
+  outputSchema
+  isActive
+  isSystem
+  hidden
+  sorting
+  createdAt
+  updatedAt
+}`) as unknown as TypedDocumentString<CreateTaskMutation, CreateTaskMutationVariables>;
+export const UpdateTaskDocument = new TypedDocumentString(`
+    mutation UpdateTask($uid: Int!, $input: UpdateTaskInput!) {
+  updateTask(uid: $uid, input: $input) {
+    ...TaskFields
+  }
+}
+    fragment TaskFields on Task {
+  uid
+  identifier
+  name
+  description
+  category
+  configuration
+  promptTemplate
+  inputType
+  outputFormat
+  skills
+  variables {
+    name
+    type
+    required
+    default
+    description
+  }
+  outputSchema
+  isActive
+  isSystem
+  hidden
+  sorting
+  createdAt
+  updatedAt
+}`) as unknown as TypedDocumentString<UpdateTaskMutation, UpdateTaskMutationVariables>;
+export const DeleteTaskDocument = new TypedDocumentString(`
+    mutation DeleteTask($uid: Int!) {
+  deleteTask(uid: $uid)
+}
+    `) as unknown as TypedDocumentString<DeleteTaskMutation, DeleteTaskMutationVariables>;
+export const RestoreTaskDocument = new TypedDocumentString(`
+    mutation RestoreTask($uid: Int!, $version: Int!) {
+  restoreTask(uid: $uid, version: $version) {
+    ...TaskFields
+  }
+}
+    fragment TaskFields on Task {
+  uid
+  identifier
+  name
+  description
+  category
+  configuration
+  promptTemplate
+  inputType
+  outputFormat
+  skills
+  variables {
+    name
+    type
+    required
+    default
+    description
+  }
+  outputSchema
+  isActive
+  isSystem
+  hidden
+  sorting
+  createdAt
+  updatedAt
+}`) as unknown as TypedDocumentString<RestoreTaskMutation, RestoreTaskMutationVariables>;
+export const PublishTaskDocument = new TypedDocumentString(`
+    mutation PublishTask($identifier: String!, $label: String!) {
+  publishTask(identifier: $identifier, label: $label) {
+    id
+    task
+    label
+    version
+    author
+    createdAt
+  }
+}
+    `) as unknown as TypedDocumentString<PublishTaskMutation, PublishTaskMutationVariables>;
+export const RunTaskDocument = new TypedDocumentString(`
+    mutation RunTask($input: RunTaskInput!) {
+  runTask(input: $input) {
+    ...TaskRunFields
+  }
+}
+    fragment RunSummaryFields on AgentRun {
+  id
+  status
+  terminationReason
+  dryRun
+  configurationIdentifier
+  iterations
+  truncated
+  finalContent
+  promptTokens
+  completionTokens
+  totalTokens
+  estimatedCost
+  error
+  createdAt
+  startedAt
+  finishedAt
+}
+fragment TaskRunFields on TaskRun {
+  run {
+    ...RunSummaryFields
+    task
+  }
+  content
+  outputFormat
+  output
+  outputValid
+  rawOutput
+  appliedSkills
+  attempts
+}`) as unknown as TypedDocumentString<RunTaskMutation, RunTaskMutationVariables>;
+export const UsageDashboardDocument = new TypedDocumentString(`
+    query UsageDashboard($from: DateTime!, $to: DateTime!, $breakdownLimit: Int = 20) {
+  usageTotals(from: $from, to: $to) {
+    days
+    requests
+    tokens
+    promptTokens
+    completionTokens
+    cost
+  }
+  daily: usage(from: $from, to: $to, groupBy: [DAY]) {
+    date
+    ...UsageFiguresFields
+  }
+  byModel: usage(from: $from, to: $to, groupBy: [MODEL], limit: $breakdownLimit) {
+    modelId
+    ...UsageFiguresFields
+  }
+  byConfiguration: usage(
+    from: $from
+    to: $to
+    groupBy: [CONFIGURATION]
+    limit: $breakdownLimit
+  ) {
+    configurationUid
+    configuration
+    ...UsageFiguresFields
+  }
+  bySource: usage(from: $from, to: $to, groupBy: [SOURCE], limit: $breakdownLimit) {
+    source
+    ...UsageFiguresFields
+  }
+}
+    fragment UsageFiguresFields on UsageRow {
+  requests
+  tokens
+  promptTokens
+  completionTokens
+  cost
+}`) as unknown as TypedDocumentString<UsageDashboardQuery, UsageDashboardQueryVariables>;

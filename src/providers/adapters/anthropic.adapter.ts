@@ -71,6 +71,8 @@ const blockSchema = z.looseObject({
 });
 
 const messageSchema = z.looseObject({
+  /** The model that answered (e.g. the dated snapshot of an alias). */
+  model: z.string().nullish().catch(null),
   content: z.array(z.unknown()).nullish(),
   stop_reason: z.string().nullish(),
   usage: usageSchema.nullish(),
@@ -90,7 +92,7 @@ const eventSchema = z.looseObject({
       stop_reason: z.string().nullish(),
     })
     .nullish(),
-  message: z.looseObject({ usage: usageSchema.nullish() }).nullish(),
+  message: z.looseObject({ usage: usageSchema.nullish(), model: z.string().nullish().catch(null) }).nullish(),
   usage: usageSchema.nullish(),
   error: z.looseObject({ type: z.string().nullish(), message: z.string().nullish() }).nullish(),
 });
@@ -173,7 +175,7 @@ export class AnthropicAdapter extends HttpChatAdapter {
       const block = toBlock(parsed.data);
       if (block !== null) blocks.push(block);
     }
-    return fromBlocks(blocks, message.stop_reason ?? null, message.usage ?? {}, context);
+    return fromBlocks(blocks, message.stop_reason ?? null, message.usage ?? {}, message.model ?? null, context);
   }
 
   protected createStreamDecoder(context: WireContext): StreamDecoder {
@@ -262,7 +264,7 @@ const STOP_REASONS: Readonly<Record<string, FinishReason>> = {
   refusal: 'content_filter',
 };
 
-function fromBlocks(blocks: Block[], stopReason: string | null, usage: WireUsage, context: WireContext): DecodedResult {
+function fromBlocks(blocks: Block[], stopReason: string | null, usage: WireUsage, model: string | null, context: WireContext): DecodedResult {
   let content = '';
   const thinking: string[] = [];
   const replay: ReplayBlock[] = [];
@@ -298,6 +300,7 @@ function fromBlocks(blocks: Block[], stopReason: string | null, usage: WireUsage
     finishReason: stopReason === null ? 'other' : (STOP_REASONS[stopReason] ?? 'other'),
     rawFinishReason: stopReason,
     usage: toUsage(usage),
+    ...(model ? { model } : {}),
   };
 }
 
@@ -353,6 +356,8 @@ class AnthropicStreamDecoder implements StreamDecoder {
   private readonly blocks = new Map<number, StreamBlock>();
   private stopReason: string | null = null;
   private usage: WireUsage = {};
+  /** Named by `message_start`. */
+  private model: string | null = null;
 
   constructor(private readonly context: WireContext) {}
 
@@ -361,6 +366,7 @@ class AnthropicStreamDecoder implements StreamDecoder {
     switch (event.type) {
       case 'message_start':
         this.mergeUsage(event.message?.usage);
+        if (event.message?.model) this.model = event.message.model;
         return [];
       case 'content_block_start':
         this.startBlock(event.index, event.content_block);
@@ -392,7 +398,7 @@ class AnthropicStreamDecoder implements StreamDecoder {
       const done = toBlock({ ...block, input: block.type === 'tool_use' ? streamedInput(block) : undefined });
       if (done !== null) blocks.push(done);
     }
-    return fromBlocks(blocks, this.stopReason, this.usage, this.context);
+    return fromBlocks(blocks, this.stopReason, this.usage, this.model, this.context);
   }
 
   private startBlock(index: number | null | undefined, raw: unknown): void {

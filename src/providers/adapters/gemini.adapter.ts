@@ -97,6 +97,8 @@ const responseSchema = z.looseObject({
     .nullish(),
   usageMetadata: usageSchema.nullish(),
   promptFeedback: z.looseObject({ blockReason: z.string().nullish() }).nullish(),
+  /** The model that answered (e.g. `gemini-2.5-flash-001` for `gemini-2.5-flash`). */
+  modelVersion: z.string().nullish().catch(null),
 });
 
 export class GeminiAdapter extends HttpChatAdapter {
@@ -238,6 +240,7 @@ class GeminiDecoder implements StreamDecoder {
   private rawFinishReason: string | null = null;
   private blockReason: string | null = null;
   private usage: WireUsage | null = null;
+  private model: string | null = null;
 
   /** `whole`: a non-streamed answer, complete by definition even if it omits the end marker. */
   constructor(
@@ -248,6 +251,7 @@ class GeminiDecoder implements StreamDecoder {
   accept(frame: unknown): StreamDelta[] {
     const chunk = parseWire(responseSchema, frame, this.context, 'generateContent response');
     if (chunk.usageMetadata !== null && chunk.usageMetadata !== undefined) this.usage = chunk.usageMetadata;
+    if (typeof chunk.modelVersion === 'string' && chunk.modelVersion !== '') this.model = chunk.modelVersion;
     if (typeof chunk.promptFeedback?.blockReason === 'string') this.blockReason = chunk.promptFeedback.blockReason;
     const candidate = chunk.candidates?.[0];
     if (candidate === undefined) return [];
@@ -299,6 +303,7 @@ class GeminiDecoder implements StreamDecoder {
       finishReason,
       rawFinishReason,
       usage: this.usage === null ? { ...ZERO_USAGE } : toUsage(this.usage),
+      ...(this.model ? { model: this.model } : {}),
     };
   }
 }

@@ -62,6 +62,8 @@ const toolCallSchema = z.looseObject({
 });
 
 const lineSchema = z.looseObject({
+  /** The model that answered (every line names it). */
+  model: z.string().nullish().catch(null),
   message: z
     .looseObject({
       content: z.string().nullish(),
@@ -171,6 +173,7 @@ class OllamaDecoder implements StreamDecoder {
   private doneReason: string | null = null;
   private promptTokens: number | null = null;
   private completionTokens: number | null = null;
+  private model: string | null = null;
 
   /** `whole`: a non-streamed answer, complete by definition even if it omits the end marker. */
   constructor(
@@ -187,6 +190,7 @@ class OllamaDecoder implements StreamDecoder {
         'provider reported an error',
       );
     }
+    if (typeof line.model === 'string' && line.model !== '') this.model = line.model;
     const out: StreamDelta[] = [];
     const message = line.message;
     if (typeof message?.thinking === 'string' && message.thinking !== '') {
@@ -228,6 +232,7 @@ class OllamaDecoder implements StreamDecoder {
       rawFinishReason: this.doneReason,
       // Ollama leaves out `prompt_eval_count` when the whole prompt came from its cache.
       usage: buildUsage({ prompt: this.promptTokens, completion: this.completionTokens }),
+      ...(this.model ? { model: this.model } : {}),
     };
   }
 }

@@ -1055,9 +1055,9 @@ describe('streaming', () => {
       ],
     });
     expect(deltas).toEqual([
-      { kind: 'thinking', text: 'plan', round: 1 },
-      { kind: 'content', text: 'Hello', round: 2 },
-      { kind: 'content', text: ' world', round: 2 },
+      { kind: 'thinking', text: 'plan', round: 1, offset: 0 },
+      { kind: 'content', text: 'Hello', round: 2, offset: 0 },
+      { kind: 'content', text: ' world', round: 2, offset: 5 },
     ]);
     expect(ofKind(steps, 'llm')[1]).toMatchObject({ content: 'Hello world', promptTokens: 3 });
     expect(outcome).toMatchObject({ finalContent: 'Hello world', totalTokens: 8 });

@@ -247,7 +247,8 @@ class AgentLoopRun {
     const requestStep: RequestStep = { kind: 'request', round, durationMs: 0, messagesSent: snapshot(fit.messages), toolsOffered: tools.map((tool) => tool.name) };
     const requestStored =
       begun !== null && contextStored && begun.request !== null && isStoredAgain({ messagesSent: begun.request.messagesSent, toolsOffered: begun.request.toolsOffered }, { messagesSent: requestStep.messagesSent, toolsOffered: requestStep.toolsOffered });
-    await this.record(requestStep, {}, undefined, requestStored);
+    // A call not made frees what the ledger held for it.
+    await this.record(requestStep, {}, undefined, requestStored).catch((error: unknown) => permit.release().then(() => Promise.reject(error)));
 
     const request: ChatRequest = { messages: snapshot(fit.messages), options: { ...this.callOptions }, signal: this.signal };
     if (tools.length > 0) {
@@ -256,9 +257,14 @@ class AgentLoopRun {
     const started = performance.now();
     let result: ChatResult;
     try {
-      result = await raceAbort(invokeProvider(this.input.adapter, this.input.stream === true, request, this.signal, (kind, text) => this.emitDelta({ kind, text, round })), this.signal);
+      const streamed = { content: 0, thinking: 0 };
+      const onDelta = (kind: LoopDelta['kind'], text: string) => {
+        this.emitDelta({ kind, text, round, offset: streamed[kind] });
+        streamed[kind] += text.length;
+      };
+      result = await raceAbort(invokeProvider(this.input.adapter, this.input.stream === true, request, this.signal, onDelta), this.signal);
     } catch (error) {
-      permit.release();
+      await permit.release(error);
       if (error instanceof RunCancelled || this.signal.aborted) {
         throw new RunCancelled();
       }
@@ -268,7 +274,7 @@ class AgentLoopRun {
     // The provider's counts are untrusted: clamped before they are added, stored, priced or booked.
     const usage = sanitizeUsage(result.usage);
     const estimatedCost = estimateCost(usage, prices);
-    await permit.book(usage, estimatedCost);
+    await permit.book(usage, estimatedCost, { latencyMs: durationMs, responseModel: result.model ?? '' });
     this.throwIfCancelled();
     await this.record(
       {

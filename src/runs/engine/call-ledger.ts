@@ -16,6 +16,8 @@ export interface LedgerAccount {
   /** The task the run executes (0 = none). */
   taskUid: number;
   configurationUid: number;
+  /** The configuration's identifier (telemetry names it). */
+  configurationIdentifier: string;
   /** The configuration's daily caps as prepared (0 = unlimited), counted over all users. */
   configurationCaps: { requests: number; tokens: number; cost: number };
   modelUid: number;
@@ -27,7 +29,8 @@ export interface LedgerAccount {
 
 /** Builds a run's ledger (the usage feature implements it; the composition root passes it to runs). */
 export interface CallLedgerFactory {
-  forRun(account: LedgerAccount): CallLedger;
+  /** `runUuid` correlates the run's telemetry rows. */
+  forRun(account: LedgerAccount, runUuid: string): CallLedger;
 }
 
 /** The call about to be made. */
@@ -36,13 +39,21 @@ export interface LedgerCall {
   serviceType: 'tools' | 'chat';
 }
 
+/** What the loop measured of a successful call. */
+export interface CallFacts {
+  /** The provider call's own duration. */
+  latencyMs: number;
+  /** The model the provider says answered ('' when it does not say). */
+  responseModel: string;
+}
+
 /** A call that may go; exactly one of `book` or `release` follows. */
 export interface CallPermit {
   allowed: true;
   /** After a successful call: its usage and cost (null = unpriced). Never rejects: a failure to book is logged. */
-  book(usage: Usage, estimatedCost: number | null): Promise<void>;
-  /** The call failed or was not made: nothing is booked. */
-  release(): void;
+  book(usage: Usage, estimatedCost: number | null, facts: CallFacts): Promise<void>;
+  /** The call failed (`error`: why; its class is logged as telemetry, never its message) or was not made (no error): nothing is booked. Never rejects. */
+  release(error?: unknown): Promise<void>;
 }
 
 /** A call that must not go: the run ends `budget_exhausted` with `message`. */
@@ -61,7 +72,7 @@ export interface CallLedger {
 }
 
 /** The permit of a run without a ledger. */
-const UNMETERED: CallPermit = { allowed: true, book: () => Promise.resolve(), release: () => undefined };
+const UNMETERED: CallPermit = { allowed: true, book: () => Promise.resolve(), release: () => Promise.resolve() };
 
 /** Asks the run's ledger, if it has one. */
 export function askLedger(ledger: CallLedger | undefined, toolsOffered: boolean): Promise<CallPermit | CallRefusal> {

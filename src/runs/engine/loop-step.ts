@@ -184,4 +184,10 @@ export interface LoopDelta {
   kind: 'content' | 'thinking';
   text: string;
   round: number;
+  /**
+   * How much output of this kind (UTF-16 code units) the call streamed before
+   * this piece: a watcher that joined late, or lost a piece, sees the gap and
+   * takes the rest from the stored LLM step instead (no gap, no duplicate).
+   */
+  offset: number;
 }
