@@ -36,6 +36,15 @@ import { RequestQueue } from './request-queue';
 import type { Services } from './services';
 import { AnswerBudget } from './shared/answer-budget';
 
+/**
+ * How long an idle keep-alive connection stays open (Node's default is 5 s).
+ * Longer than clients (undici: 4 s) and proxies (typically 60 s) keep theirs,
+ * so the service never closes a connection a request is already on its way
+ * over: after a busy few seconds its timers would otherwise close connections
+ * that clients had just reused, and those requests would fail with a reset.
+ */
+export const SERVER_KEEP_ALIVE_MS = 65_000;
+
 /** The app's options: createServer passes them to createApp. */
 export type ServerOptions = AppOptions;
 
@@ -100,7 +109,7 @@ async function listen(app: App, transport: Transport): Promise<RunningServer> {
   const limits: QueryLimits = { maxDepth: config.maxQueryDepth, ...config.queryLimits };
   const validationRules = validationRulesFor(limits);
   const parseOptions = parseOptionsFor(limits);
-  const httpServer = http.createServer();
+  const httpServer = http.createServer({ keepAliveTimeout: SERVER_KEEP_ALIVE_MS });
   const readiness = createReadinessCheck(services.dataSource, config.database);
   const consoleRoutes = config.ui ? createConsoleRoutes(config.consoleDirectory ?? undefined) : null;
   const authenticate = async (authorization: unknown): Promise<{ caller: Caller | null; authProblem: string | null }> => {
