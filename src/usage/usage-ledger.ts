@@ -139,7 +139,7 @@ export class UsageLedger implements CallLedgerFactory {
   private async book(account: LedgerAccount, call: LedgerCall, usage: Usage, cost: number | null, holdUid: number | null, telemetry: TelemetryRow): Promise<void> {
     const now = this.nowSeconds();
     try {
-      await this.repository.book(
+      const { telemetryError } = await this.repository.book(
         {
           serviceType: call.serviceType,
           serviceProvider: serviceProviderOf(account.providerType),
@@ -156,6 +156,7 @@ export class UsageLedger implements CallLedgerFactory {
         holdUid,
         telemetry,
       );
+      if (telemetryError) this.logger.error({ err: telemetryError, runId: telemetry.correlationId }, 'a provider call could not be logged in tx_nrllm_telemetry; it is booked in the usage ledger');
     } catch (error) {
       this.logger.error({ err: error, beUser: account.beUser, configurationUid: account.configurationUid }, 'a provider call could not be booked in the usage ledger');
     }

@@ -6,7 +6,7 @@
  */
 import type { DataSource, EntityManager } from 'typeorm';
 import type { Dialect } from '../db/data-source';
-import { DatabaseBusyError } from '../shared/errors';
+import { DatabaseBusyError, isDatabaseBusy } from '../shared/errors';
 import { KeyedMutex } from '../shared/keyed-mutex';
 import type { Limits, TelemetryRow, UsageSums, UserBudgetLimits } from './usage-rules';
 import { UsageHoldEntity } from './usage-hold.entity';
@@ -217,9 +217,12 @@ export class UsageRepository {
    * The call's hold, if any, goes in the same transaction: a budget check
    * reads the call either as held or as booked, never as both or neither.
    * The call's telemetry row, if given, is appended in it too (one commit
-   * per call).
+   * per call). A telemetry row that cannot be written (a TYPO3 site on an
+   * nr_llm without `tx_nrllm_telemetry`) never costs the booking: that one
+   * statement fails alone (MySQL and SQLite keep the transaction), and its
+   * error is returned for the caller to log.
    */
-  async book(key: UsageKey, increment: UsageIncrement, now: number, holdUid: number | null = null, telemetry: TelemetryRow | null = null): Promise<void> {
+  async book(key: UsageKey, increment: UsageIncrement, now: number, holdUid: number | null = null, telemetry: TelemetryRow | null = null): Promise<{ telemetryError: unknown }> {
     const keyValues = [key.serviceType, key.serviceProvider, key.beUser, key.configurationUid, key.modelUid, key.modelId, key.taskUid, key.sourceExtension, key.requestDate];
     const set =
       'request_count = request_count + ?, tokens_used = tokens_used + ?, prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ?, estimated_cost = estimated_cost + ?, tstamp = ?';
@@ -240,7 +243,15 @@ export class UsageRepository {
         );
       }
       if (holdUid !== null) await runner.query('DELETE FROM promptwire_usage_hold WHERE uid = ?', [holdUid]);
-      if (telemetry !== null) await runner.query(TELEMETRY_INSERT, telemetryValues(telemetry));
+      if (telemetry === null) return { telemetryError: null };
+      try {
+        await runner.query(TELEMETRY_INSERT, telemetryValues(telemetry));
+        return { telemetryError: null };
+      } catch (error) {
+        // A deadlock or lock timeout ends the whole transaction: it is tried again as a whole.
+        if (isDeadlock(error) || isDatabaseBusy(error)) throw error;
+        return { telemetryError: error as unknown };
+      }
     };
     if (this.dialect === 'sqlite') return this.dataSource.transaction(work);
     // READ COMMITTED: an update that finds no row of its key takes no gap lock, so two first bookings of one key insert two rows instead of deadlocking.

@@ -120,4 +120,26 @@ describe.each(testDialects)('telemetry of provider calls (%s)', (dialect) => {
     expect(dry.terminationReason).toBe('dry_run');
     expect(await rowsOf(dry.id)).toEqual([]);
   });
+
+  test('without tx_nrllm_telemetry (a TYPO3 site on an older nr_llm) a call is still booked in the ledger, and the run completes', async () => {
+    const setup = await kit.setup();
+    const booked = async () =>
+      Number(
+        ((await t.database.query(
+          'SELECT COALESCE(SUM(request_count), 0) AS n FROM tx_nrllm_service_usage WHERE configuration_uid = (SELECT uid FROM tx_nrllm_configuration WHERE identifier = ?)',
+          [setup.configuration],
+        )) as Row[])[0]!.n,
+      );
+    await t.database.query('ALTER TABLE tx_nrllm_telemetry RENAME TO telemetry_put_aside');
+    try {
+      setup.provider.script({ text: 'Booked.', usage: { prompt: 5, completion: 1 } }, { text: 'Booked again.', usage: { prompt: 5, completion: 1 } });
+      for (const _ of [1, 2]) {
+        const run = await kit.waitForRun((await kit.startRun({ configuration: setup.configuration, prompt: 'x', tools: [] })).id);
+        expect(run.status).toBe('COMPLETED');
+      }
+      expect(await booked()).toBe(2);
+    } finally {
+      await t.database.query('ALTER TABLE telemetry_put_aside RENAME TO tx_nrllm_telemetry');
+    }
+  });
 });
