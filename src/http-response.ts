@@ -41,7 +41,8 @@ export async function sendText(response: ServerResponse, text: string): Promise<
   response.end();
 }
 
-function drained(response: ServerResponse): Promise<void> {
+/** Resolves once the response's socket has room again (`drain`) or is gone (`close`). */
+export function drained(response: ServerResponse): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       response.off('drain', done);

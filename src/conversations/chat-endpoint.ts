@@ -15,6 +15,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { roleAtLeast, Role, type Caller } from '../auth/roles';
 import { CLIENT_GONE, HttpError, answerRefusedBody, readBody } from '../http-body';
+import { drained } from '../http-response';
 import type { Logger } from '../logger';
 import { AppError, BadUserInputError, ForbiddenError, NotFoundError, UnauthenticatedError, type ErrorCode } from '../shared/errors';
 import type { ChatTurn } from './chat-stream';
@@ -163,16 +164,4 @@ function refuse(response: ServerResponse, error: unknown, logger: Logger, reques
   response.statusCode = status;
   response.setHeader('content-type', 'application/json; charset=utf-8');
   response.end(JSON.stringify(body));
-}
-
-function drained(response: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      response.off('drain', done);
-      response.off('close', done);
-      resolve();
-    };
-    response.once('drain', done);
-    response.once('close', done);
-  });
 }

@@ -14,21 +14,18 @@ import {
   StartConversationDocument,
   watchConversation,
   WatchConversationError,
-  type ConfigurationsQuery,
   type ConversationMessage,
   type ConversationState,
   type ConversationsQuery,
 } from '../../../src/client';
+import { ConfigurationSelect, startableConfigurations, type ListedConfiguration } from '../shared/configuration-select';
 import { readToken, request } from '../shared/session';
 import { ChatRefusal, resumeChatStream, sendChatMessage, type StreamedReply } from './chat-stream';
 
-type Configuration = ConfigurationsQuery['configurations'][number];
 type ListedConversation = ConversationsQuery['conversationsConnection']['nodes'][number];
 
-const PREFERRED_CONFIGURATION = 'demo-assistant';
-
 export function ChatStart() {
-  const [configurations, setConfigurations] = useState<Configuration[] | null>(null);
+  const [configurations, setConfigurations] = useState<ListedConfiguration[] | null>(null);
   const [recent, setRecent] = useState<ListedConversation[]>([]);
   const [configuration, setConfiguration] = useState('');
   const [title, setTitle] = useState('');
@@ -38,9 +35,9 @@ export function ChatStart() {
   useEffect(() => {
     Promise.all([request(ConfigurationsDocument, { limit: 100 }), request(ConversationsDocument, { first: 20 })])
       .then(([configurationData, conversationData]) => {
-        const active = configurationData.configurations.filter((item) => item.isActive);
+        const { active, chosen } = startableConfigurations(configurationData.configurations);
         setConfigurations(active);
-        setConfiguration((active.find((item) => item.identifier === PREFERRED_CONFIGURATION) ?? active[0])?.identifier ?? '');
+        setConfiguration(chosen);
         setRecent(conversationData.conversationsConnection.nodes);
       })
       .catch((error: Error) => setProblem(error.message));
@@ -65,16 +62,7 @@ export function ChatStart() {
     <section className="chat-start">
       <h1>New chat</h1>
       <form onSubmit={start}>
-        <label>
-          Configuration
-          <select data-field="configuration" value={configuration} onChange={(event) => setConfiguration(event.target.value)}>
-            {configurations.map((item) => (
-              <option key={item.identifier} value={item.identifier}>
-                {item.name} ({item.identifier}){item.model ? ` · ${item.model.name}` : ''}
-              </option>
-            ))}
-          </select>
-        </label>
+        <ConfigurationSelect configurations={configurations} value={configuration} onChange={setConfiguration} />
         <label>
           Title
           <input data-field="title" maxLength={255} value={title} placeholder="Optional" onChange={(event) => setTitle(event.target.value)} />

@@ -6,24 +6,21 @@ import {
   StartRunDocument,
   ViewerDocument,
   type ConfigurationDetailQuery,
-  type ConfigurationsQuery,
   type RunPlaygroundCatalogueQuery,
   type StartRunInput,
 } from '../../../src/client';
+import { ConfigurationSelect, startableConfigurations, type ListedConfiguration } from '../shared/configuration-select';
 import { request } from '../shared/session';
 
-type Configuration = ConfigurationsQuery['configurations'][number];
 type ConfigurationDetail = NonNullable<ConfigurationDetailQuery['configuration']>;
 
-/** The configuration a newcomer meets first: the demo assistant needs no provider account. */
-const PREFERRED_CONFIGURATION = 'demo-assistant';
 
 function toggle(list: readonly string[], value: string, on: boolean): string[] {
   return on ? [...list.filter((item) => item !== value), value] : list.filter((item) => item !== value);
 }
 
 export function RunPlayground() {
-  const [configurations, setConfigurations] = useState<Configuration[] | null>(null);
+  const [configurations, setConfigurations] = useState<ListedConfiguration[] | null>(null);
   const [catalogue, setCatalogue] = useState<RunPlaygroundCatalogueQuery | null>(null);
   const [role, setRole] = useState<string | null>(null);
   const [problem, setProblem] = useState<string | null>(null);
@@ -42,11 +39,11 @@ export function RunPlayground() {
   useEffect(() => {
     Promise.all([request(ConfigurationsDocument, { limit: 100 }), request(RunPlaygroundCatalogueDocument, {}), request(ViewerDocument, {})])
       .then(([configurationData, catalogueData, viewerData]) => {
-        const active = configurationData.configurations.filter((item) => item.isActive);
+        const { active, chosen } = startableConfigurations(configurationData.configurations);
         setConfigurations(active);
         setCatalogue(catalogueData);
         setRole(viewerData.viewer.role);
-        setConfiguration((active.find((item) => item.identifier === PREFERRED_CONFIGURATION) ?? active[0])?.identifier ?? '');
+        setConfiguration(chosen);
         setTools(catalogueData.tools.filter((tool) => tool.enabledByDefault).map((tool) => tool.name));
       })
       .catch((error: Error) => setProblem(error.message));
@@ -93,16 +90,7 @@ export function RunPlayground() {
       <h1>New run</h1>
       <div className="columns">
         <div className="column">
-          <label>
-            Configuration
-            <select data-field="configuration" value={configuration} onChange={(event) => setConfiguration(event.target.value)}>
-              {configurations.map((item) => (
-                <option key={item.identifier} value={item.identifier}>
-                  {item.name} ({item.identifier}){item.model ? ` · ${item.model.name}` : ''}
-                </option>
-              ))}
-            </select>
-          </label>
+          <ConfigurationSelect configurations={configurations} value={configuration} onChange={setConfiguration} />
           <label>
             Prompt
             <textarea data-field="prompt" rows={4} required value={prompt} placeholder="What is 17 * 23?" onChange={(event) => setPrompt(event.target.value)} />
