@@ -19,7 +19,7 @@ import { drained } from '../http-response';
 import type { Logger } from '../logger';
 import { AppError, BadUserInputError, ForbiddenError, NotFoundError, UnauthenticatedError, type ErrorCode } from '../shared/errors';
 import type { ChatTurn } from './chat-stream';
-import type { ConversationService } from './conversation.service';
+import { conversationNotFound, type ConversationService } from './conversation.service';
 import { readChatRequest } from './conversation-rules';
 import { SSE_DONE, sseEvent, UI_MESSAGE_STREAM_HEADERS, type UIMessageChunk } from './ui-message-stream';
 
@@ -71,7 +71,7 @@ export function createChatEndpoint(deps: {
     const resume = RESUME_PATH.exec(pathname);
     if (!resume) throw new NotFoundError(`Not found. The chat endpoint is POST ${CHAT_PATH} and GET ${CHAT_PATH}/{id}/stream.`);
     if (request.method !== 'GET') throw new MethodNotAllowed('GET');
-    return deps.conversations().activeTurn(caller, decodeURIComponent(resume[1]!));
+    return deps.conversations().activeTurn(caller, conversationIdOf(resume[1]!));
   }
 
   async function stream(response: ServerResponse, chunks: AsyncGenerator<UIMessageChunk, void, undefined>): Promise<void> {
@@ -125,6 +125,15 @@ export function createChatEndpoint(deps: {
       for (const stop of [...open]) stop();
     },
   };
+}
+
+/** The conversation id in a resume path; one that is not even valid percent-encoding names no conversation. */
+function conversationIdOf(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw conversationNotFound(segment);
+  }
 }
 
 class MethodNotAllowed extends Error {

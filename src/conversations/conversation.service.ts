@@ -96,7 +96,7 @@ export class ConversationService {
   /** Deletes a session the caller may see with its messages; NOT_FOUND otherwise. */
   async delete(caller: Caller, uuid: string): Promise<void> {
     const stored = await this.get(caller, uuid);
-    if (!stored) throw notFound(uuid);
+    if (!stored) throw conversationNotFound(uuid);
     await this.repository.delete(stored.session.uid);
     this.bus().publish(channelOf(uuid), { type: 'run-changed', runId: '' });
     this.logger.info({ conversation: uuid, by: caller.name }, 'conversation deleted');
@@ -137,7 +137,7 @@ export class ConversationService {
     }, 16);
     try {
       let last = await this.get(caller, uuid);
-      if (!last) throw notFound(uuid);
+      if (!last) throw conversationNotFound(uuid);
       yield last;
       follow(last.owner?.activeRun ?? '');
       // The turn followed may have ended before its channel was listened to.
@@ -169,7 +169,7 @@ export class ConversationService {
     const contentCheck = checkMessageContent(input.content ?? '');
     if (!contentCheck.ok) throw new BadUserInputError(contentCheck.message, 'content');
     const stored = await this.get(caller, input.conversationId);
-    if (!stored) throw notFound(input.conversationId);
+    if (!stored) throw conversationNotFound(input.conversationId);
     const { session, owner } = stored;
     const expectedRun = await this.idleOrThrow(owner?.activeRun ?? '');
     const configuration = await this.turnConfiguration(session);
@@ -247,7 +247,7 @@ export class ConversationService {
    */
   async activeTurn(caller: Caller, conversationId: string): Promise<ChatTurn | null> {
     const stored = await this.get(caller, conversationId);
-    if (!stored) throw notFound(conversationId);
+    if (!stored) throw conversationNotFound(conversationId);
     const runId = stored.owner?.activeRun ?? '';
     if (runId === '') return null;
     const row = await this.runs().store.findRun(runId);
@@ -314,7 +314,8 @@ function actorOf(caller: Caller): ConversationActor {
   return { role: caller.role, tokenUid: caller.tokenUid, beUser: caller.beUser };
 }
 
-function notFound(uuid: string): NotFoundError {
+/** The refusal for a conversation that does not exist or is not the caller's (the two are not told apart). */
+export function conversationNotFound(uuid: string): NotFoundError {
   return new NotFoundError(`Unknown conversation "${uuid}".`, 'conversationId');
 }
 

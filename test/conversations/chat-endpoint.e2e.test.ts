@@ -177,6 +177,10 @@ describe.each(testDialects)('the useChat endpoint (%s)', (dialect) => {
     expect((await post(body('x'), other)).status).toBe(404);
     expect((await fetch(`${api}/${conversation.id}/stream`, { headers: { authorization: `Bearer ${other}` } })).status).toBe(404);
     expect((await post(body('x', '00000000-0000-4000-8000-000000000000'))).status).toBe(404);
+    // An id that is not even valid percent-encoding names no conversation: 404, not a server error.
+    const undecodable = await fetch(`${api}/%E0%A4%A/stream`, { headers: { authorization: `Bearer ${admin}` } });
+    expect(undecodable.status).toBe(404);
+    expect(((await undecodable.json()) as { errors: { extensions: { code: string } }[] }).errors[0]!.extensions.code).toBe('NOT_FOUND');
     for (const bad of [{ id: conversation.id }, body(''), { ...body('x'), trigger: 'regenerate-message' }, 'text']) {
       const refused = await post(bad);
       expect(refused.status).toBe(400);
