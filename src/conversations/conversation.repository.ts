@@ -22,11 +22,18 @@ export interface StoredConversation {
   owner: ConversationOwnerEntity | null;
 }
 
-/** A stored message as a turn replays it. */
+/** A stored message as a turn replays it (its uid tells a remembered history from a rewritten one). */
 export interface HistoryRow {
+  uid: number;
   sequence: number;
   role: string;
   content: string;
+}
+
+/** A session's messages up to a sequence, in two figures. */
+export interface MessagesSummary {
+  count: number;
+  uidSum: number;
 }
 
 export interface NewMessage {
@@ -66,10 +73,15 @@ export const CONVERSATION_KEY_KINDS: readonly KeyKind[] = ['value', 'integer'];
 const PURGE_CHUNK = 500;
 
 export class ConversationRepository {
+  /** The statements of a turn, written once (they depend only on the dialect). */
+  private readonly sql: TurnStatements;
+
   constructor(
     private readonly dataSource: DataSource,
     private readonly dialect: Dialect,
-  ) {}
+  ) {
+    this.sql = turnStatements((name) => dataSource.driver.escape(name), dialect);
+  }
 
   /** Stores a new session and this service's row for it, together. */
   async create(session: { uuid: string; beUser: number; configurationIdentifier: string; title: string; ownerToken: number }): Promise<AiSessionEntity> {
@@ -117,20 +129,20 @@ export class ConversationRepository {
   }
 
   /**
-   * What a turn replays of a session: its messages' sequence, role and text,
-   * in sequence order, all of them or those up to and including
-   * `throughSequence` (one query on the unique key). Read as plain rows: a
-   * turn reads the whole history, and hydrating a thousand entities cost
-   * more than the rest of the turn's reads together.
+   * A session's messages after `afterSequence` (-1: all of them), in
+   * sequence order, as a turn replays them (one query on the unique key).
+   * Read as plain rows: a turn reads the history, and hydrating a thousand
+   * entities cost more than the rest of the turn's reads together.
    */
-  async history(sessionUid: number, throughSequence?: number): Promise<HistoryRow[]> {
-    const q = (name: string) => this.dataSource.driver.escape(name);
-    const through = throughSequence === undefined ? '' : ` AND ${q('sequence')} <= ?`;
-    const rows = (await this.dataSource.query(
-      `SELECT ${q('sequence')} AS ${q('sequence')}, ${q('role')} AS ${q('role')}, ${q('content')} AS ${q('content')} FROM ${q('tx_nrllm_ai_session_message')} WHERE ${q('session')} = ?${through} ORDER BY ${q('sequence')}`,
-      throughSequence === undefined ? [sessionUid] : [sessionUid, throughSequence],
-    )) as { sequence: number | string; role: string | null; content: string | Buffer | null }[];
-    return rows.map((row) => ({ sequence: Number(row.sequence), role: row.role ?? '', content: row.content === null ? '' : String(row.content) }));
+  async messagesAfter(sessionUid: number, afterSequence: number): Promise<HistoryRow[]> {
+    const rows = (await this.dataSource.query(this.sql.messagesAfter, [sessionUid, afterSequence])) as { uid: number | string; sequence: number | string; role: string | null; content: string | Buffer | null }[];
+    return rows.map((row) => ({ uid: Number(row.uid), sequence: Number(row.sequence), role: row.role ?? '', content: row.content === null ? '' : String(row.content) }));
+  }
+
+  /** How many messages a session has up to and including `throughSequence`, and the sum of their uids (read from the unique key alone). */
+  async messagesSummary(sessionUid: number, throughSequence: number): Promise<MessagesSummary> {
+    const rows = (await this.dataSource.query(this.sql.messagesSummary, [sessionUid, throughSequence])) as { n: number | string; uid_sum: number | string | null }[];
+    return { count: Number(rows[0]?.n ?? 0), uidSum: Number(rows[0]?.uid_sum ?? 0) };
   }
 
   /** A page of a session's messages after `afterSequence` (-1: from the start), in sequence order. */
@@ -145,67 +157,75 @@ export class ConversationRepository {
   }
 
   /**
-   * Takes the conversation for a turn: its active run becomes `run`, only if
-   * it still is `expected` ('' idle, or a run known to have ended). A
-   * session opened in TYPO3 (`known` false) gets this service's row here,
-   * already taken. False: another turn took it meanwhile. (One statement
-   * either way: a read lock upgraded to a write lock would deadlock two
-   * turns racing on MySQL.)
+   * Takes the conversation for a turn and touches the session for the
+   * message about to be stored at `sequence`: its active run becomes `run`,
+   * only if it still is `expected` ('' idle, or a run known to have ended).
+   * A session opened in TYPO3 (`known` false) gets this service's row here,
+   * already taken. False: another turn took it meanwhile, and nothing
+   * changed. (A single statement per table: a read lock upgraded to a write
+   * lock would deadlock two turns racing on MySQL. On MySQL the claim and
+   * the touch are one statement.)
    */
-  async claimTurn(manager: EntityManager, sessionUid: number, expected: string, run: { uid: number; uuid: string }, known: boolean): Promise<boolean> {
+  async claimTurn(manager: EntityManager, sessionUid: number, expected: string, run: { uid: number; uuid: string }, known: boolean, sequence: number): Promise<boolean> {
     if (!known) {
       try {
-        await manager.createQueryBuilder().insert().into(ConversationOwnerEntity).values({ sessionUid, ownerToken: 0, activeRun: run.uuid, activeRunUid: run.uid }).updateEntity(false).execute();
-        return true;
+        await this.write(manager, this.sql.insertOwner, [sessionUid, 0, run.uuid, run.uid]);
       } catch (error) {
         if (isUniqueViolation(error)) return false;
         throw error;
       }
+      await this.touch(manager, sessionUid, sequence + 1);
+      return true;
     }
-    const result = await manager
-      .createQueryBuilder()
-      .update(ConversationOwnerEntity)
-      .set({ activeRun: run.uuid, activeRunUid: run.uid })
-      .where('session_uid = :sessionUid AND active_run = :expected', { sessionUid, expected })
-      .execute();
-    return (result.affected ?? 0) > 0;
-  }
-
-  /** The session whose turn `runUid` is (null: not a conversation turn, or no longer the active one). */
-  async turnOfRun(manager: EntityManager, runUid: number): Promise<number | null> {
-    const row = await manager.getRepository(ConversationOwnerEntity).createQueryBuilder('o').select('o.session_uid', 'session_uid').where('o.active_run_uid = :runUid', { runUid }).getRawOne<{ session_uid: number | string }>();
-    return row ? Number(row.session_uid) : null;
-  }
-
-  /** The conversation is idle again once its turn's run ended. */
-  async releaseTurn(manager: EntityManager, sessionUid: number, runUid: number): Promise<void> {
-    await manager
-      .createQueryBuilder()
-      .update(ConversationOwnerEntity)
-      .set({ activeRun: '', activeRunUid: 0 })
-      .where('session_uid = :sessionUid AND active_run_uid = :runUid', { sessionUid, runUid })
-      .execute();
+    const now = unixNow();
+    if (this.dialect !== 'sqlite') return (await this.write(manager, this.sql.claimAndTouch, [run.uuid, run.uid, now, now, now, sequence + 1, sequence + 1, sessionUid, expected])) > 0;
+    if ((await this.write(manager, this.sql.claim, [run.uuid, run.uid, sessionUid, expected])) === 0) return false;
+    await this.touch(manager, sessionUid, sequence + 1);
+    return true;
   }
 
   /**
-   * Appends a message at the session's next free sequence (one past the
-   * highest, 0 for an empty session) and returns that sequence. The unique
-   * key on (session, sequence) decides a race: on a collision the next slot
-   * is read again, at most 5 times (nr_llm's rule). On MySQL the read locks
-   * the session's range, so a writer that read the same slot waits instead
-   * of colliding, and the next read sees the other's row.
+   * The turn whose run `runUid` is: its session and the session's highest
+   * sequence (-1: no message), in one indexed read; null when the run is no
+   * conversation's turn, or no longer the active one.
    */
-  async appendAtNextSequence(manager: EntityManager, sessionUid: number, message: NewMessage): Promise<number> {
+  async turnOfRun(manager: EntityManager, runUid: number): Promise<{ sessionUid: number; lastSequence: number } | null> {
+    const rows = (await manager.query(this.sql.turnOfRun, [runUid])) as { session_uid: number | string; last_sequence: number | string | null }[];
+    const row = rows[0];
+    return row ? { sessionUid: Number(row.session_uid), lastSequence: row.last_sequence === null ? -1 : Number(row.last_sequence) } : null;
+  }
+
+  /**
+   * The conversation is idle again once its turn's run ended; `stored`: the
+   * sequence of the reply the END stored, to touch the session for (on MySQL
+   * the release and the touch are one statement).
+   */
+  async releaseTurn(manager: EntityManager, sessionUid: number, runUid: number, stored: number | null): Promise<void> {
+    if (stored !== null && this.dialect !== 'sqlite') {
+      const now = unixNow();
+      await this.write(manager, this.sql.touchAndRelease, [now, now, now, stored + 1, stored + 1, sessionUid, runUid]);
+      return;
+    }
+    if (stored !== null) await this.touch(manager, sessionUid, stored + 1);
+    await this.write(manager, this.sql.release, [sessionUid, runUid]);
+  }
+
+  /**
+   * Appends a message at the session's next free sequence and returns that
+   * sequence. `expected` is the slot the caller believes free (one past the
+   * highest it read); when another writer took it, the unique key on
+   * (session, sequence) refuses the insert and the next slot is read again
+   * (one past the highest, 0 for an empty session), at most 5 attempts in
+   * all (nr_llm's rule). On MySQL that read locks the session's range, so a
+   * writer that read the same slot waits instead of colliding, and the next
+   * read sees the other's row.
+   */
+  async appendMessage(manager: EntityManager, sessionUid: number, message: NewMessage, expected: number): Promise<number> {
+    let sequence = expected;
     for (const attempt of nextSequenceAttempts()) {
-      const sequence = await this.nextSequence(manager, sessionUid);
+      if (attempt > 1) sequence = await this.nextSequence(manager, sessionUid);
       try {
-        await manager
-          .createQueryBuilder()
-          .insert()
-          .into(AiSessionMessageEntity)
-          .values({ pid: 0, session: sessionUid, sequence, ...message, crdate: unixNow() })
-          .updateEntity(false)
-          .execute();
+        await this.write(manager, this.sql.insertMessage, [0, sessionUid, sequence, message.role, message.content, message.model, message.promptTokens, message.completionTokens, message.totalTokens, message.droppedTurns, unixNow()]);
         return sequence;
       } catch (error) {
         if (!isUniqueViolation(error) || attempt === SEQUENCE_ATTEMPTS) throw isUniqueViolation(error) ? sequenceAllocationFailed(sessionUid) : error;
@@ -215,24 +235,21 @@ export class ConversationRepository {
   }
 
   private async nextSequence(manager: EntityManager, sessionUid: number): Promise<number> {
-    const q = (name: string) => this.dataSource.driver.escape(name);
-    const lock = this.dialect === 'mysql' ? ' FOR UPDATE' : '';
-    const rows = (await manager.query(
-      `SELECT ${q('sequence')} AS ${q('sequence')} FROM ${q('tx_nrllm_ai_session_message')} WHERE ${q('session')} = ? ORDER BY ${q('sequence')} DESC LIMIT 1${lock}`,
-      [sessionUid],
-    )) as { sequence: number | string }[];
+    const rows = (await manager.query(this.sql.nextSequence, [sessionUid])) as { sequence: number | string }[];
     return rows.length === 0 ? 0 : Number(rows[0]!.sequence) + 1;
   }
 
   /** last_activity always moves forward; message_count only ever grows (nr_llm's `touch`). */
   async touch(manager: EntityManager, sessionUid: number, messageCount: number): Promise<void> {
     const now = unixNow();
-    await manager
-      .createQueryBuilder()
-      .update(AiSessionEntity)
-      .set({ lastActivity: () => `CASE WHEN last_activity < ${now} THEN ${now} ELSE last_activity END`, tstamp: now, messageCount: () => `CASE WHEN message_count < ${messageCount} THEN ${messageCount} ELSE message_count END` })
-      .where('uid = :sessionUid', { sessionUid })
-      .execute();
+    await this.write(manager, this.sql.touch, [now, now, now, messageCount, messageCount, sessionUid]);
+  }
+
+  /** Runs a write in the caller's transaction; the rows it changed. */
+  private async write(manager: EntityManager, sql: string, parameters: unknown[]): Promise<number> {
+    const runner = manager.queryRunner;
+    if (!runner) throw new Error('a conversation write runs inside a transaction');
+    return (await runner.query(sql, parameters, true)).affected ?? 0;
   }
 
   /** The sessions in `scope` that pass `filter`, newest activity first, read by keyset. */
@@ -296,6 +313,36 @@ export class ConversationRepository {
       if (rows.length < PURGE_CHUNK) return deleted;
     }
   }
+}
+
+type TurnStatements = ReturnType<typeof turnStatements>;
+
+/**
+ * The statements a turn runs, as plain SQL: a turn runs about ten of them,
+ * and building each through the query builder cost more than running it.
+ */
+function turnStatements(q: (name: string) => string, dialect: Dialect) {
+  const session = q('tx_nrllm_ai_session');
+  const messages = q('tx_nrllm_ai_session_message');
+  const owner = q('promptwire_conversation');
+  const touchSet = (alias: string) =>
+    `${alias}${q('last_activity')} = CASE WHEN ${alias}${q('last_activity')} < ? THEN ? ELSE ${alias}${q('last_activity')} END, ${alias}${q('tstamp')} = ?, ` +
+    `${alias}${q('message_count')} = CASE WHEN ${alias}${q('message_count')} < ? THEN ? ELSE ${alias}${q('message_count')} END`;
+  const messageColumns = ['pid', 'session', 'sequence', 'role', 'content', 'model', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'dropped_turns', 'crdate'];
+  return {
+    messagesAfter: `SELECT ${q('uid')} AS ${q('uid')}, ${q('sequence')} AS ${q('sequence')}, ${q('role')} AS ${q('role')}, ${q('content')} AS ${q('content')} FROM ${messages} WHERE ${q('session')} = ? AND ${q('sequence')} > ? ORDER BY ${q('sequence')}`,
+    messagesSummary: `SELECT COUNT(*) AS ${q('n')}, SUM(${q('uid')}) AS ${q('uid_sum')} FROM ${messages} WHERE ${q('session')} = ? AND ${q('sequence')} <= ?`,
+    nextSequence: `SELECT ${q('sequence')} AS ${q('sequence')} FROM ${messages} WHERE ${q('session')} = ? ORDER BY ${q('sequence')} DESC LIMIT 1${dialect === 'sqlite' ? '' : ' FOR UPDATE'}`,
+    insertMessage: `INSERT INTO ${messages} (${messageColumns.map(q).join(', ')}) VALUES (${messageColumns.map(() => '?').join(', ')})`,
+    insertOwner: `INSERT INTO ${owner} (${q('session_uid')}, ${q('owner_token')}, ${q('active_run')}, ${q('active_run_uid')}) VALUES (?, ?, ?, ?)`,
+    touch: `UPDATE ${session} SET ${touchSet('')} WHERE ${q('uid')} = ?`,
+    claim: `UPDATE ${owner} SET ${q('active_run')} = ?, ${q('active_run_uid')} = ? WHERE ${q('session_uid')} = ? AND ${q('active_run')} = ?`,
+    release: `UPDATE ${owner} SET ${q('active_run')} = '', ${q('active_run_uid')} = 0 WHERE ${q('session_uid')} = ? AND ${q('active_run_uid')} = ?`,
+    // MySQL and MariaDB only: the claim or the release and the session's touch in one statement.
+    claimAndTouch: `UPDATE ${owner} o JOIN ${session} s ON s.${q('uid')} = o.${q('session_uid')} SET o.${q('active_run')} = ?, o.${q('active_run_uid')} = ?, ${touchSet('s.')} WHERE o.${q('session_uid')} = ? AND o.${q('active_run')} = ?`,
+    touchAndRelease: `UPDATE ${session} s JOIN ${owner} o ON o.${q('session_uid')} = s.${q('uid')} SET ${touchSet('s.')}, o.${q('active_run')} = '', o.${q('active_run_uid')} = 0 WHERE s.${q('uid')} = ? AND o.${q('active_run_uid')} = ?`,
+    turnOfRun: `SELECT o.${q('session_uid')} AS ${q('session_uid')}, (SELECT MAX(m.${q('sequence')}) FROM ${messages} m WHERE m.${q('session')} = o.${q('session_uid')}) AS ${q('last_sequence')} FROM ${owner} o WHERE o.${q('active_run_uid')} = ?`,
+  };
 }
 
 /** A session read with its owner row mapped onto it, as the two. */

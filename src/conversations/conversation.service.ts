@@ -20,6 +20,7 @@ import { BadUserInputError, ConflictError, NotFoundError } from '../shared/error
 import { unixNow } from '../shared/time';
 import type { AiSessionMessageEntity } from './ai-session-message.entity';
 import { streamTurn, type ChatTurn } from './chat-stream';
+import { HistoryCache } from './history-cache';
 import type { UIMessageChunk } from './ui-message-stream';
 import type { AiSessionEntity } from './ai-session.entity';
 import { CONVERSATION_KEY_KINDS, CONVERSATION_LIST, type ConversationListFilter, type ConversationRepository, type StoredConversation } from './conversation.repository';
@@ -48,6 +49,9 @@ export interface SentMessage {
 
 
 export class ConversationService {
+  /** The sessions' histories between turns (see history-cache). */
+  private readonly historyCache: HistoryCache;
+
   constructor(
     private readonly repository: ConversationRepository,
     private readonly configurations: Pick<ConfigurationService, 'findByIdentifier' | 'findDefault'>,
@@ -56,7 +60,9 @@ export class ConversationService {
     private readonly bus: () => TraceBus,
     private readonly cursors: PagingCursors,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.historyCache = new HistoryCache(repository);
+  }
 
   /** Opens a session on `configuration` ('' or absent: the installation's default, resolved on each turn). */
   async start(caller: Caller, input: { configuration?: string | null; title?: string | null }): Promise<AiSessionEntity> {
@@ -98,6 +104,7 @@ export class ConversationService {
     const stored = await this.get(caller, uuid);
     if (!stored) throw conversationNotFound(uuid);
     await this.repository.delete(stored.session.uid);
+    this.historyCache.forget(stored.session.uid);
     this.bus().publish(channelOf(uuid), { type: 'run-changed', runId: '' });
     this.logger.info({ conversation: uuid, by: caller.name }, 'conversation deleted');
   }
@@ -171,9 +178,11 @@ export class ConversationService {
     const stored = await this.get(caller, input.conversationId);
     if (!stored) throw conversationNotFound(input.conversationId);
     const { session, owner } = stored;
-    const expectedRun = await this.idleOrThrow(owner?.activeRun ?? '');
-    const configuration = await this.turnConfiguration(session);
-    const history = await this.repository.history(session.uid);
+    // The three reads at once; their refusals in nr_llm's order (busy, then the configuration).
+    const [idle, usable, read] = await Promise.allSettled([this.idleOrThrow(owner?.activeRun ?? ''), this.turnConfiguration(session), this.historyCache.read(session.uid)]);
+    const expectedRun = settled(idle);
+    const configuration = settled(usable);
+    const history = settled(read);
     const throughSequence = history.length > 0 ? history[history.length - 1]!.sequence : -1;
 
     const { conversationId: _id, content, ...options } = input;
@@ -193,10 +202,11 @@ export class ConversationService {
         configuration,
         onCreated: async (manager, created, firstFit) => {
           // Another turn took the conversation between the check and now: nothing is stored.
-          if (!(await this.repository.claimTurn(manager, session.uid, expectedRun, created, owner !== null))) throw new TurnTaken();
+          // Taken, and touched for the slot after the history read; a writer that took that slot since moves the message on.
+          if (!(await this.repository.claimTurn(manager, session.uid, expectedRun, created, owner !== null, throughSequence + 1))) throw new TurnTaken();
           const message = { role: 'user' as const, content, model: '', promptTokens: 0, completionTokens: 0, totalTokens: 0, droppedTurns: droppedTurnsToStore(session.configurationIdentifier, firstFit.droppedTurns) };
-          const sequence = await this.repository.appendAtNextSequence(manager, session.uid, message);
-          await this.repository.touch(manager, session.uid, sequence + 1);
+          const sequence = await this.repository.appendMessage(manager, session.uid, message, throughSequence + 1);
+          if (sequence !== throughSequence + 1) await this.repository.touch(manager, session.uid, sequence + 1);
           userMessage = Object.assign({} as AiSessionMessageEntity, { uid: 0, pid: 0, session: session.uid, sequence, crdate: unixNow(), ...message });
         },
       })
@@ -224,14 +234,11 @@ export class ConversationService {
    * with one indexed read.
    */
   async storeReply(manager: EntityManager, ended: { runUid: number; end: EndStep }): Promise<void> {
-    const sessionUid = await this.repository.turnOfRun(manager, ended.runUid);
-    if (sessionUid === null) return;
+    const turn = await this.repository.turnOfRun(manager, ended.runUid);
+    if (turn === null) return;
     const reply = replyOf(ended.end, '');
-    if (reply) {
-      const sequence = await this.repository.appendAtNextSequence(manager, sessionUid, { role: 'assistant', ...reply, droppedTurns: null });
-      await this.repository.touch(manager, sessionUid, sequence + 1);
-    }
-    await this.repository.releaseTurn(manager, sessionUid, ended.runUid);
+    const stored = reply ? await this.repository.appendMessage(manager, turn.sessionUid, { role: 'assistant', ...reply, droppedTurns: null }, turn.lastSequence + 1) : null;
+    await this.repository.releaseTurn(manager, turn.sessionUid, ended.runUid, stored);
   }
 
   /** `send` for a chat client (`POST /api/chat`): the turn's run, streamed, and the id its reply will be stored under. */
@@ -262,7 +269,7 @@ export class ConversationService {
 
   /** A turn's history again, for its run going on after approval or a takeover. */
   async history(reference: HistoryReference): Promise<ChatMessage[]> {
-    return replayedHistory(await this.repository.history(reference.session, reference.throughSequence));
+    return replayedHistory(await this.historyCache.read(reference.session, reference.throughSequence));
   }
 
   /** Deletes the sessions idle for longer than `retentionDays`; how many. */
@@ -305,6 +312,12 @@ function channelOf(uuid: string): string {
 /** Whether a watcher has seen this state already. */
 function sameState(a: StoredConversation, b: StoredConversation): boolean {
   return a.session.messageCount === b.session.messageCount && a.session.lastActivity === b.session.lastActivity && a.session.title === b.session.title && (a.owner?.activeRun ?? '') === (b.owner?.activeRun ?? '');
+}
+
+/** A settled promise's value, or its reason thrown. */
+function settled<T>(result: PromiseSettledResult<T>): T {
+  if (result.status === 'rejected') throw result.reason;
+  return result.value;
 }
 
 /** A turn found the conversation taken by another inside its transaction (which then stores nothing). */

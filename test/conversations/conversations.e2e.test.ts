@@ -172,6 +172,45 @@ describe.each(testDialects)('conversations (%s)', (dialect) => {
     expect((await chats.turn(conversation.id, 'u3')).ended.status).toBe('COMPLETED');
   });
 
+  test('a session TYPO3 opened, and messages TYPO3 writes or deletes between turns: every turn sends exactly what is stored', async () => {
+    const setup = await runs.setup({});
+    const answers = Array.from({ length: 5 }, (_, i) => ({ text: `a${i}`, usage: { prompt: 1, completion: 1 } }));
+    setup.provider.script(...answers);
+    const uuid = `c0ffee00-0000-4000-8000-${String(Date.now()).slice(-12).padStart(12, '0')}`;
+    const now = Math.floor(Date.now() / 1000);
+    await ts.database.query('INSERT INTO tx_nrllm_ai_session (pid, uuid, be_user, configuration_identifier, title, message_count, last_activity, tstamp, crdate) VALUES (0, ?, 0, ?, ?, 2, ?, ?, ?)', [uuid, setup.configuration, 'from TYPO3', now, now, now]);
+    const sessionUid = Number(((await ts.database.query('SELECT uid FROM tx_nrllm_ai_session WHERE uuid = ?', [uuid])) as { uid: number }[])[0]!.uid);
+    const message = (sequence: number, role: string, content: string) =>
+      ts.database.query('INSERT INTO tx_nrllm_ai_session_message (pid, session, sequence, role, content, model, prompt_tokens, completion_tokens, total_tokens, crdate) VALUES (0, ?, ?, ?, ?, ?, 0, 0, 0, ?)', [sessionUid, sequence, role, content, '', now]);
+    await message(0, 'user', 't0');
+    await message(1, 'assistant', 't1');
+    const lastWire = () => wire(setup.provider.requests[setup.provider.requests.length - 1]!.body);
+
+    // The first turn of this service on it: its row is made, the user message lands after TYPO3's.
+    const first = await chats.turn(uuid, 'p0');
+    expect(first.userMessage.sequence).toBe(2);
+    expect(lastWire()).toEqual(['user:t0', 'assistant:t1', 'user:p0']);
+    // TYPO3 appends a turn of its own.
+    await message(4, 'user', 't4');
+    await message(5, 'assistant', 't5');
+    const second = await chats.turn(uuid, 'p1');
+    expect(second.userMessage.sequence).toBe(6);
+    expect(lastWire()).toEqual(['user:t0', 'assistant:t1', 'user:p0', 'assistant:a0', 'user:t4', 'assistant:t5', 'user:p1']);
+    // TYPO3 deletes that turn and writes another in its place: as many messages, other rows.
+    await ts.database.query('DELETE FROM tx_nrllm_ai_session_message WHERE session = ? AND sequence IN (4, 5)', [sessionUid]);
+    await message(4, 'user', 'T4');
+    await message(5, 'assistant', 'T5');
+    await chats.turn(uuid, 'p2');
+    expect(lastWire()).toEqual(['user:t0', 'assistant:t1', 'user:p0', 'assistant:a0', 'user:T4', 'assistant:T5', 'user:p1', 'assistant:a1', 'user:p2']);
+    // A message deleted from the middle is no longer sent.
+    await ts.database.query('DELETE FROM tx_nrllm_ai_session_message WHERE session = ? AND sequence = 1', [sessionUid]);
+    await chats.turn(uuid, 'p3');
+    expect(lastWire()).toEqual(['user:t0', 'user:p0', 'assistant:a0', 'user:T4', 'assistant:T5', 'user:p1', 'assistant:a1', 'user:p2', 'assistant:a2', 'user:p3']);
+    const stored = await chats.get(uuid);
+    expect(stored!.messageCount).toBe(12);
+    expect((await chats.messages(uuid)).map((m) => `${m.sequence}:${m.content}`)).toEqual(['0:t0', '2:p0', '3:a0', '4:T4', '5:T5', '6:p1', '7:a1', '8:p2', '9:a2', '10:p3', '11:a3']);
+  });
+
   test('bad input: unknown conversation, empty or oversized text, a deactivated configuration; each writes nothing', async () => {
     const setup = await runs.setup();
     const conversation = await chats.start({ configuration: setup.configuration });

@@ -1,0 +1,111 @@
+/**
+ * The performance trick of conversations: a session's history remembered
+ * between its turns, so a turn reads only the messages stored since the
+ * last one instead of the whole conversation again.
+ *
+ * A remembered history is used only while it still is what is stored: each
+ * read asks the database how many messages the session has up to the last
+ * remembered sequence and the sum of their uids (one read of the unique key,
+ * beside the read of the newer messages). nr_llm only ever appends messages
+ * and deletes them physically, so a message deleted, or deleted and written
+ * again (a new uid), changes the two figures, and the history is then read
+ * whole. Every instance keeps its own; nothing is shared or invalidated
+ * across processes, since every read checks.
+ *
+ * Bounded: the least recently read sessions are forgotten first, once more
+ * than `maxSessions` are remembered or their texts pass `maxBytes`.
+ */
+import type { HistoryRow, MessagesSummary } from './conversation.repository';
+
+export interface HistorySource {
+  /** The session's messages after `afterSequence` (-1: all), in sequence order. */
+  messagesAfter(sessionUid: number, afterSequence: number): Promise<HistoryRow[]>;
+  /** How many messages the session has up to `throughSequence`, and their uids' sum. */
+  messagesSummary(sessionUid: number, throughSequence: number): Promise<MessagesSummary>;
+}
+
+export interface HistoryCacheLimits {
+  maxSessions: number;
+  /** UTF-16 code units of message text, over all sessions. */
+  maxBytes: number;
+}
+
+const DEFAULT_LIMITS: HistoryCacheLimits = { maxSessions: 500, maxBytes: 32 * 1024 * 1024 };
+
+interface Remembered {
+  rows: readonly HistoryRow[];
+  uidSum: number;
+  size: number;
+}
+
+export class HistoryCache {
+  private readonly sessions = new Map<number, Remembered>();
+  private size = 0;
+  /** How the reads went (tests and diagnostics): remembered and still valid, read whole. */
+  readonly counts = { kept: 0, readWhole: 0 };
+
+  constructor(
+    private readonly source: HistorySource,
+    private readonly limits: HistoryCacheLimits = DEFAULT_LIMITS,
+  ) {}
+
+  /** The session's messages in sequence order: all of them, or those up to and including `throughSequence`. */
+  async read(sessionUid: number, throughSequence?: number): Promise<readonly HistoryRow[]> {
+    const rows = await this.current(sessionUid);
+    if (throughSequence === undefined) return rows;
+    let end = rows.length;
+    while (end > 0 && rows[end - 1]!.sequence > throughSequence) end -= 1;
+    return rows.slice(0, end);
+  }
+
+  /** Forgets a session (deleted). */
+  forget(sessionUid: number): void {
+    const remembered = this.sessions.get(sessionUid);
+    if (!remembered) return;
+    this.sessions.delete(sessionUid);
+    this.size -= remembered.size;
+  }
+
+  private async current(sessionUid: number): Promise<readonly HistoryRow[]> {
+    const remembered = this.sessions.get(sessionUid);
+    if (remembered && remembered.rows.length > 0) {
+      const last = remembered.rows[remembered.rows.length - 1]!.sequence;
+      const [summary, newer] = await Promise.all([this.source.messagesSummary(sessionUid, last), this.source.messagesAfter(sessionUid, last)]);
+      if (summary.count === remembered.rows.length && summary.uidSum === remembered.uidSum) {
+        this.counts.kept += 1;
+        const rows = newer.length === 0 ? remembered.rows : remembered.rows.concat(newer);
+        this.remember(sessionUid, rows, remembered.uidSum + uidSumOf(newer), remembered.size + sizeOf(newer));
+        return rows;
+      }
+    }
+    this.counts.readWhole += 1;
+    const rows = await this.source.messagesAfter(sessionUid, -1);
+    this.remember(sessionUid, rows, uidSumOf(rows), sizeOf(rows));
+    return rows;
+  }
+
+  private remember(sessionUid: number, rows: readonly HistoryRow[], uidSum: number, size: number): void {
+    this.forget(sessionUid);
+    if (rows.length === 0 || size > this.limits.maxBytes) return;
+    // Map order is insertion order: re-inserted, the session is now the most recently read.
+    this.sessions.set(sessionUid, { rows, uidSum, size });
+    this.size += size;
+    for (const [uid, oldest] of this.sessions) {
+      if (this.sessions.size <= this.limits.maxSessions && this.size <= this.limits.maxBytes) break;
+      this.sessions.delete(uid);
+      this.size -= oldest.size;
+    }
+  }
+}
+
+function uidSumOf(rows: readonly HistoryRow[]): number {
+  let sum = 0;
+  for (const row of rows) sum += row.uid;
+  return sum;
+}
+
+function sizeOf(rows: readonly HistoryRow[]): number {
+  let size = 0;
+  for (const row of rows) size += row.content.length + 64;
+  return size;
+}
