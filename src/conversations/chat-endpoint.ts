@@ -3,8 +3,11 @@
  * (its `DefaultChatTransport` with `api: '/api/chat'`):
  *
  * - `POST /api/chat` with `{id, messages}`: one turn of conversation `id`
- *   with the last user message (`sendMessage`'s rules), answered as the UI
- *   message stream of the turn's run;
+ *   with the last user message (`sendMessage`'s rules; `tools` and
+ *   `approvalRequired` in the body as its), answered as the UI message
+ *   stream of the turn's run; or, when the last message is the assistant's
+ *   with answered approvals (`addToolApprovalResponse`), those decisions
+ *   (`resolveToolApproval`'s rules) and the rest of the turn streamed;
  * - `GET /api/chat/{id}/stream`: the turn under way replayed from its first
  *   step and followed to its end (`useChat`'s resume), or 204 when idle.
  *
@@ -66,7 +69,8 @@ export function createChatEndpoint(deps: {
       }
       const chat = readChatRequest(body);
       if (!chat.ok) throw new BadUserInputError(chat.message);
-      return deps.conversations().sendForChat(caller, chat.conversationId, chat.content, origin);
+      if (chat.kind === 'decisions') return deps.conversations().decideForChat(caller, chat.conversationId, chat.decisions);
+      return deps.conversations().sendForChat(caller, chat.conversationId, chat.content, chat.options, origin);
     }
     const resume = RESUME_PATH.exec(pathname);
     if (!resume) throw new NotFoundError(`Not found. The chat endpoint is POST ${CHAT_PATH} and GET ${CHAT_PATH}/{id}/stream.`);

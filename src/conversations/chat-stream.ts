@@ -18,12 +18,20 @@ import { TurnStreamTranslator, type TurnDelta, type UIMessageChunk } from './ui-
 export interface ChatTurn {
   runId: string;
   messageId: string;
+  /**
+   * A continuation (after the client's tool decisions): the steps up to and
+   * including this sequence are the client's already; they are translated
+   * but not sent, and live pieces wait until they are passed.
+   */
+  after?: number;
 }
 
 type Next = { from: 'step'; result: IteratorResult<StoredStep | SubscriberLaggedError> } | { from: 'delta'; result: IteratorResult<TurnDelta | SubscriberLaggedError> };
 
 export async function* streamTurn(reader: Pick<RunReader, 'openTrace' | 'openDeltas' | 'get'>, turn: ChatTurn): AsyncGenerator<UIMessageChunk, void, undefined> {
   const translator = new TurnStreamTranslator(turn.messageId);
+  /** Whether the client has this step already (a continuation's steps up to `after`). */
+  const shown = (sequence: number) => turn.after !== undefined && sequence <= turn.after;
   yield* translator.start();
   // Deltas first: what they miss before the trace is read, the stored steps bring.
   const deltas = await reader.openDeltas(turn.runId);
@@ -42,8 +50,8 @@ export async function* streamTurn(reader: Pick<RunReader, 'openTrace' | 'openDel
           continue;
         }
         nextDelta = readDelta();
-        // A watcher that fell behind the deltas takes the rest from the stored steps.
-        if (!(next.result.value instanceof SubscriberLaggedError)) yield* translator.delta(next.result.value);
+        // A watcher that fell behind the deltas, or still replays what the client has, takes the rest from the stored steps.
+        if (!(next.result.value instanceof SubscriberLaggedError) && !shown(lastSequence)) yield* translator.delta(next.result.value);
         continue;
       }
       if (next.result.done) break;
@@ -56,7 +64,12 @@ export async function* streamTurn(reader: Pick<RunReader, 'openTrace' | 'openDel
         continue;
       }
       lastSequence = step.sequence;
-      yield* translator.step(step);
+      const chunks = translator.step(step);
+      if (shown(step.sequence)) {
+        nextStep = readStep();
+        continue;
+      }
+      yield* chunks;
       if (translator.state === 'finished') return;
       if (translator.state === 'awaiting-approval' && (await waitsOn(reader, turn.runId, step))) {
         yield* translator.pause();

@@ -140,24 +140,64 @@ export function retentionCutoff(nowSeconds: number, retentionDays: number): numb
   return nowSeconds - retentionDays * 86_400;
 }
 
-/** A `useChat` request as this service reads it: the conversation and the text of the last user message. */
-export type ChatRequestCheck = { ok: true; conversationId: string; content: string } | { ok: false; message: string };
+/** The run options a chat client may set in its request body (beside `id` and `messages`). */
+export interface ChatTurnOptions {
+  tools?: string[];
+  approvalRequired?: string[];
+}
+
+/** A decision a chat client sent back on a tool call waiting for approval (`addToolApprovalResponse`). */
+export interface ChatToolDecision {
+  toolCallId: string;
+  approve: boolean;
+  reason?: string;
+}
+
+/**
+ * A `useChat` request as this service reads it: a new user message for the
+ * conversation, or the decisions on the tool calls its turn waits on.
+ */
+export type ChatRequestCheck =
+  | { ok: true; kind: 'message'; conversationId: string; content: string; options: ChatTurnOptions }
+  | { ok: true; kind: 'decisions'; conversationId: string; decisions: ChatToolDecision[] }
+  | { ok: false; message: string };
+
+/** How many tool names a chat request may list, and how long each may be. */
+const MAX_CHAT_TOOLS = 64;
+const MAX_TOOL_NAME_LENGTH = 128;
 
 /**
  * Reads the body `useChat` posts (`{id, messages, trigger?, messageId?}`,
- * messages as the AI SDK's UI messages): `id` names the conversation, and
- * only the last user message is taken (the text of its text parts); the
- * client's copy of the history is ignored, since the stored messages are the
- * authority. A regenerate is refused: it would store the question twice.
+ * messages as the AI SDK's UI messages, plus the client's `body` fields):
+ * `id` names the conversation. When the last message is the assistant's
+ * with tool calls answered by `addToolApprovalResponse` (state
+ * `approval-responded`), those answers are the request; otherwise only the
+ * last user message is taken (the text of its text parts), and `tools` and
+ * `approvalRequired` of the body set the turn's tools as `sendMessage`'s do.
+ * The client's copy of the history is ignored, since the stored messages are
+ * the authority. A regenerate is refused: it would store the question twice.
  */
 export function readChatRequest(body: unknown): ChatRequestCheck {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return { ok: false, message: 'The body must be a JSON object: {id, messages}.' };
-  const { id, messages, trigger } = body as { id?: unknown; messages?: unknown; trigger?: unknown };
+  const { id, messages, trigger, tools, approvalRequired } = body as { id?: unknown; messages?: unknown; trigger?: unknown; tools?: unknown; approvalRequired?: unknown };
   if (typeof id !== 'string' || id.trim() === '') return { ok: false, message: 'id must name the conversation (its id, from startConversation).' };
   if (trigger !== undefined && trigger !== 'submit-message') {
     return { ok: false, message: `trigger "${String(trigger)}" is not supported: send a new message instead (the stored messages are never rewritten).` };
   }
   if (!Array.isArray(messages) || messages.length === 0) return { ok: false, message: 'messages must be a non-empty list ending with the new user message.' };
+  const final = messages[messages.length - 1] as { role?: unknown; parts?: unknown } | null;
+  if (typeof final === 'object' && final !== null && final.role === 'assistant') {
+    const decisions = toolDecisionsOf(final.parts);
+    if (decisions.length > 0) return { ok: true, kind: 'decisions', conversationId: id, decisions };
+  }
+  const options: ChatTurnOptions = {};
+  for (const [name, value] of [['tools', tools], ['approvalRequired', approvalRequired]] as const) {
+    if (value === undefined || value === null) continue;
+    if (!Array.isArray(value) || value.length > MAX_CHAT_TOOLS || !value.every((entry) => typeof entry === 'string' && entry !== '' && entry.length <= MAX_TOOL_NAME_LENGTH)) {
+      return { ok: false, message: `${name} must be a list of at most ${MAX_CHAT_TOOLS} tool names (see the tools query).` };
+    }
+    options[name] = value as string[];
+  }
   const last = [...messages].reverse().find((message): message is { role: 'user'; parts?: unknown; content?: unknown } => typeof message === 'object' && message !== null && (message as { role?: unknown }).role === 'user');
   if (!last) return { ok: false, message: 'messages holds no user message.' };
   const parts = Array.isArray(last.parts) ? last.parts : [];
@@ -166,5 +206,19 @@ export function readChatRequest(body: unknown): ChatRequestCheck {
   const content = texts.length > 0 ? texts.map((part) => part.text).join('\n') : typeof last.content === 'string' ? last.content : '';
   const check = checkMessageContent(content);
   if (!check.ok) return check;
-  return { ok: true, conversationId: id, content };
+  return { ok: true, kind: 'message', conversationId: id, content, options };
+}
+
+/** The answered approvals among an assistant message's tool parts (`tool-<name>` or `dynamic-tool`, state `approval-responded`). */
+function toolDecisionsOf(parts: unknown): ChatToolDecision[] {
+  if (!Array.isArray(parts)) return [];
+  const decisions: ChatToolDecision[] = [];
+  for (const part of parts as { type?: unknown; state?: unknown; toolCallId?: unknown; approval?: { approved?: unknown; reason?: unknown } }[]) {
+    if (typeof part !== 'object' || part === null || typeof part.type !== 'string') continue;
+    if (part.type !== 'dynamic-tool' && !part.type.startsWith('tool-')) continue;
+    if (part.state !== 'approval-responded' || typeof part.toolCallId !== 'string' || typeof part.approval?.approved !== 'boolean') continue;
+    const reason = typeof part.approval.reason === 'string' && part.approval.reason !== '' ? part.approval.reason : undefined;
+    decisions.push({ toolCallId: part.toolCallId, approve: part.approval.approved, ...(reason !== undefined ? { reason } : {}) });
+  }
+  return decisions;
 }

@@ -35,6 +35,8 @@ import {
   replyOf,
   retentionCutoff,
   unusableConfigurationMessage,
+  type ChatToolDecision,
+  type ChatTurnOptions,
   type ConversationActor,
 } from './conversation-rules';
 
@@ -242,9 +244,28 @@ export class ConversationService {
   }
 
   /** `send` for a chat client (`POST /api/chat`): the turn's run, streamed, and the id its reply will be stored under. */
-  async sendForChat(caller: Caller, conversationId: string, content: string, origin: { trace?: unknown } = {}): Promise<ChatTurn> {
-    const sent = await this.send(caller, { conversationId, content, stream: true }, origin);
+  async sendForChat(caller: Caller, conversationId: string, content: string, options: ChatTurnOptions = {}, origin: { trace?: unknown } = {}): Promise<ChatTurn> {
+    const sent = await this.send(caller, { conversationId, content, ...options, stream: true }, origin);
     return { runId: sent.run.row.uuid, messageId: messageIdOf(sent.conversation.session.uuid, sent.userMessage.sequence + 1) };
+  }
+
+  /**
+   * A chat client's decisions on the tool calls its turn waits on
+   * (`addToolApprovalResponse`), taken as `resolveToolApproval` takes them;
+   * the turn then streams on from after the steps the client has already
+   * shown. CONFLICT when the conversation's turn waits for no decision.
+   */
+  async decideForChat(caller: Caller, conversationId: string, decisions: readonly ChatToolDecision[]): Promise<ChatTurn> {
+    const stored = await this.get(caller, conversationId);
+    if (!stored) throw conversationNotFound(conversationId);
+    const runId = stored.owner?.activeRun ?? '';
+    const waiting = runId === '' ? null : await this.runs().store.waitingRun(runId);
+    if (!waiting || waiting.row.status !== 'WAITING_FOR_APPROVAL') {
+      throw new ConflictError('The conversation has no turn waiting for a decision on a tool call: nothing to approve or deny.', 'conversationId', runId === '' ? {} : { runId });
+    }
+    const shown = waiting.steps[waiting.steps.length - 1]?.sequence ?? 0;
+    await this.runs().approvals.resolve(runId, decisions, caller);
+    return { runId, messageId: messageIdOf(stored.session.uuid, stored.session.messageCount), after: shown };
   }
 
   /**

@@ -83,7 +83,36 @@ describe('readChatRequest', () => {
 
   test('takes the last user message only', () => {
     const body = { id: 'c', messages: [user('old'), { id: 'a', role: 'assistant', parts: [{ type: 'text', text: 'x' }] }, user('new')], trigger: 'submit-message' };
-    expect(readChatRequest(body)).toEqual({ ok: true, conversationId: 'c', content: 'new' });
+    expect(readChatRequest(body)).toEqual({ ok: true, kind: 'message', conversationId: 'c', content: 'new', options: {} });
+  });
+
+  test('takes the tools of the body, and the answered approvals of a last assistant message', () => {
+    expect(readChatRequest({ id: 'c', messages: [user('x')], tools: ['calculator'], approvalRequired: ['calculator'] })).toEqual({
+      ok: true,
+      kind: 'message',
+      conversationId: 'c',
+      content: 'x',
+      options: { tools: ['calculator'], approvalRequired: ['calculator'] },
+    });
+    const assistant = {
+      id: 'a',
+      role: 'assistant',
+      parts: [
+        { type: 'step-start' },
+        { type: 'dynamic-tool', toolName: 'calculator', toolCallId: 'call_1', state: 'approval-responded', input: {}, approval: { id: 'call_1', approved: true } },
+        { type: 'tool-clock', toolCallId: 'call_2', state: 'approval-responded', input: {}, approval: { id: 'call_2', approved: false, reason: 'not now' } },
+        { type: 'dynamic-tool', toolName: 'calculator', toolCallId: 'call_0', state: 'output-available', input: {}, output: '1' },
+      ],
+    };
+    expect(readChatRequest({ id: 'c', messages: [user('x'), assistant] })).toEqual({
+      ok: true,
+      kind: 'decisions',
+      conversationId: 'c',
+      decisions: [
+        { toolCallId: 'call_1', approve: true },
+        { toolCallId: 'call_2', approve: false, reason: 'not now' },
+      ],
+    });
   });
 
   test.each([
@@ -93,6 +122,8 @@ describe('readChatRequest', () => {
     ['no user message', { id: 'c', messages: [{ role: 'assistant', parts: [] }] }],
     ['an empty message', { id: 'c', messages: [user('  ')] }],
     ['a regenerate', { id: 'c', messages: [user('x')], trigger: 'regenerate-message' }],
+    ['tools that are not names', { id: 'c', messages: [user('x')], tools: 'calculator' }],
+    ['too many tools', { id: 'c', messages: [user('x')], approvalRequired: Array.from({ length: 65 }, (_, i) => `t${i}`) }],
   ])('refuses %s', (_name, body) => {
     expect(readChatRequest(body).ok).toBe(false);
   });

@@ -5,7 +5,7 @@
  * `readUIMessageStream`, which builds the message as useChat does), so that
  * compatibility is proven, not assumed. On SQLite and MySQL.
  */
-import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from 'ai';
+import { AbstractChat, DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses, readUIMessageStream, type ChatState, type ChatStatus, type UIMessage, type UIMessageChunk } from 'ai';
 import { testDialects } from '../support/databases';
 import { waitUntil } from '../support/instances';
 import { startTestServer, type TestServer } from '../support/server';
@@ -29,6 +29,23 @@ async function readAll(stream: ReadableStream<UIMessageChunk>): Promise<{ chunks
   let message: UIMessage | undefined;
   for await (const snapshot of readUIMessageStream({ stream: tee, terminateOnError: true })) message = snapshot;
   return { chunks, message };
+}
+
+/** useChat without React: the AI SDK's own chat, its state in memory (as @ai-sdk/react keeps it in a hook). */
+class MemoryChat extends AbstractChat<UIMessage> {
+  constructor(init: ConstructorParameters<typeof AbstractChat<UIMessage>>[0] extends infer I ? Omit<I, 'state'> : never) {
+    const messages: UIMessage[] = [];
+    const state: ChatState<UIMessage> = {
+      status: 'ready' as ChatStatus,
+      error: undefined,
+      messages,
+      pushMessage: (message) => void messages.push(message),
+      popMessage: () => void messages.pop(),
+      replaceMessage: (index, message) => void (messages[index] = message),
+      snapshot: (thing) => structuredClone(thing),
+    };
+    super({ ...init, state });
+  }
 }
 
 const textOf = (message: UIMessage | undefined) => (message?.parts ?? []).flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('');
@@ -156,6 +173,48 @@ describe.each(testDialects)('the useChat endpoint (%s)', (dialect) => {
     const whole = await readAll(resumedAgain!);
     expect(whole.chunks).toContainEqual({ type: 'tool-output-available', toolCallId: request.toolCallId, output: '5', dynamic: true });
     expect(textOf(whole.message)).toBe('It is 5.');
+  });
+
+  test('useChat unchanged with tools: addToolApprovalResponse decides the waiting call and the turn streams on into the same message', async () => {
+    const setup = await runs.setup();
+    setup.provider.script({ toolCalls: [{ name: 'calculator', arguments: { expression: '2+3' } }] }, { text: 'It is 5.', usage: { prompt: 3, completion: 2 } });
+    const conversation = await chats.start({ configuration: setup.configuration });
+    const seen: Response[] = [];
+    const base = transport(admin, seen);
+    const chat = new MemoryChat({
+      id: conversation.id,
+      transport: new DefaultChatTransport({ api, headers: { authorization: `Bearer ${admin}` }, body: { tools: ['calculator'], approvalRequired: ['calculator'] }, fetch: (input, init) => base['fetch']!(input, init) }),
+      sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
+    });
+    await chat.sendMessage({ text: 'what is 2+3?' });
+    expect(chat.status).toBe('ready');
+    const waiting = chat.lastMessage!;
+    const part = waiting.parts.find((p) => p.type === 'dynamic-tool') as { state: string; toolCallId: string; approval?: { id: string } };
+    expect(part).toMatchObject({ state: 'approval-requested' });
+    expect(setup.provider.requests[0]!.body.tools).toBeDefined();
+
+    // Approving sends the decision back by itself (sendAutomaticallyWhen) and the answer follows in the same message.
+    await chat.addToolApprovalResponse({ id: part.approval!.id, approved: true });
+    await waitUntil(async () => chat.status === 'ready' && textOf(chat.lastMessage) !== '', { what: 'the answer after the approval' });
+    expect(seen.map((r) => r.status)).toEqual([200, 200]);
+    expect(chat.messages.map((m) => m.role)).toEqual(['user', 'assistant']);
+    const answered = chat.lastMessage!;
+    expect(answered.id).toBe(waiting.id);
+    expect(answered.parts.filter((p) => p.type === 'dynamic-tool')).toEqual([expect.objectContaining({ toolCallId: part.toolCallId, state: 'output-available', output: '5' })]);
+    expect(answered.parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text)).toEqual(['It is 5.']);
+    // What is stored: the question and the answer.
+    await waitUntil(async () => (await chats.messages(conversation.id)).length === 2, { what: 'the stored reply' });
+    expect((await chats.messages(conversation.id)).map((m) => `${m.role}:${m.content}`)).toEqual(['user:what is 2+3?', 'assistant:It is 5.']);
+
+    // Deciding again, with nothing waiting, is a CONFLICT; an unknown tool in the body is refused before anything is written.
+    const decided = { ...waiting, parts: waiting.parts.map((p) => (p.type === 'dynamic-tool' ? { ...p, state: 'approval-responded', approval: { id: part.approval!.id, approved: true } } : p)) };
+    const again = await fetch(api, { method: 'POST', headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' }, body: JSON.stringify({ id: conversation.id, messages: [decided] }) });
+    expect(again.status).toBe(409);
+    expect(((await again.json()) as { errors: { extensions: { code: string } }[] }).errors[0]!.extensions.code).toBe('CONFLICT');
+    const unknownTool = await fetch(api, { method: 'POST', headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' }, body: JSON.stringify({ id: conversation.id, messages: [userMessage('x')], tools: ['no_such_tool'] }) });
+    expect(unknownTool.status).toBe(400);
+    expect(((await unknownTool.json()) as { errors: { extensions: { code: string } }[] }).errors[0]!.extensions.code).toBe('BAD_USER_INPUT');
+    expect(await chats.messages(conversation.id)).toHaveLength(2);
   });
 
   test('refusals: 401 without a valid token, 403 for VIEWER, 404 foreign or unknown, 400 bad body, 409 busy; nothing written', async () => {
