@@ -21,6 +21,7 @@ import { unixNow } from '../shared/time';
 import type { AiSessionMessageEntity } from './ai-session-message.entity';
 import { streamTurn, type ChatTurn } from './chat-stream';
 import { HistoryCache } from './history-cache';
+import { early, SessionGuesses } from './turn-prefetch';
 import type { UIMessageChunk } from './ui-message-stream';
 import type { AiSessionEntity } from './ai-session.entity';
 import { CONVERSATION_KEY_KINDS, CONVERSATION_LIST, type ConversationListFilter, type ConversationRepository, type StoredConversation } from './conversation.repository';
@@ -53,6 +54,8 @@ export interface SentMessage {
 export class ConversationService {
   /** The sessions' histories between turns (see history-cache). */
   private readonly historyCache: HistoryCache;
+  /** What each session's last turn here read first (see turn-prefetch). */
+  private readonly guesses = new SessionGuesses();
 
   constructor(
     private readonly repository: ConversationRepository,
@@ -107,6 +110,7 @@ export class ConversationService {
     if (!stored) throw conversationNotFound(uuid);
     await this.repository.delete(stored.session.uid);
     this.historyCache.forget(stored.session.uid);
+    this.guesses.forget(uuid);
     this.bus().publish(channelOf(uuid), { type: 'run-changed', runId: '' });
     this.logger.info({ conversation: uuid, by: caller.name }, 'conversation deleted');
   }
@@ -177,11 +181,20 @@ export class ConversationService {
   async send(caller: Caller, input: { conversationId: string; content: string } & TurnOptions, origin: { trace?: unknown } = {}): Promise<SentMessage> {
     const contentCheck = checkMessageContent(input.content ?? '');
     if (!contentCheck.ok) throw new BadUserInputError(contentCheck.message, 'content');
+    // The configuration and the history started with the session read, from this instance's last turn of it (turn-prefetch).
+    const guess = this.guesses.guess(input.conversationId);
+    const started = guess ? { key: guess, configuration: early(this.turnConfiguration(guess.configurationIdentifier)), history: early(this.historyCache.read(guess.uid)) } : null;
     const stored = await this.get(caller, input.conversationId);
     if (!stored) throw conversationNotFound(input.conversationId);
     const { session, owner } = stored;
-    // The three reads at once; their refusals in nr_llm's order (busy, then the configuration).
-    const [idle, usable, read] = await Promise.allSettled([this.idleOrThrow(owner?.activeRun ?? ''), this.turnConfiguration(session), this.historyCache.read(session.uid)]);
+    const sameConfiguration = started !== null && started.key.configurationIdentifier === session.configurationIdentifier;
+    const sameSession = started !== null && started.key.uid === session.uid;
+    // The reads at once; their refusals in nr_llm's order (busy, then the configuration).
+    const [idle, usable, read] = await Promise.all([
+      early(this.idleOrThrow(owner?.activeRun ?? '')),
+      sameConfiguration ? started.configuration : early(this.turnConfiguration(session.configurationIdentifier)),
+      sameSession ? started.history : early(this.historyCache.read(session.uid)),
+    ]);
     const expectedRun = settled(idle);
     const configuration = settled(usable);
     const history = settled(read);
@@ -220,6 +233,7 @@ export class ConversationService {
     const now = unixNow();
     const sent = userMessage as AiSessionMessageEntity | null;
     if (!sent) throw new Error('the turn stored no user message');
+    this.guesses.remember(session.uuid, session);
     // Stored (the transaction committed): watchers read the conversation again.
     this.bus().publish(channelOf(session.uuid), { type: 'run-changed', runId: run.row.uuid });
     return {
@@ -308,11 +322,10 @@ export class ConversationService {
 
   /**
    * The configuration a turn runs on, resolved again on every turn: the
-   * session's, which must still exist and be active, or for '' the
+   * session's (`identifier`), which must still exist and be active, or for '' the
    * installation's default. Refused before anything is written.
    */
-  private async turnConfiguration(session: AiSessionEntity): Promise<ConfigurationEntity> {
-    const identifier = session.configurationIdentifier;
+  private async turnConfiguration(identifier: string): Promise<ConfigurationEntity> {
     if (identifier === '') {
       const fallback = await this.configurations.findDefault();
       if (!fallback) throw new BadUserInputError('This conversation runs on the default configuration, and no active configuration is marked as the default', 'conversationId');

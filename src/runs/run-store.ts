@@ -3,7 +3,8 @@
  * A step is written with its sequence number before anyone is told about it.
  * The reads are RunQueries' (run-queries.ts); this class adds the writes.
  */
-import type { DataSource, EntityManager, QueryResult, QueryRunner } from 'typeorm';
+import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
+import { writeWithValues } from '../db/large-values';
 import { unixNow } from '../shared/time';
 import { AgentRunEventEntity } from './agent-run-event.entity';
 import { AgentRunEntity } from './agent-run.entity';
@@ -213,13 +214,14 @@ export class RunStore extends RunQueries {
     const sql = (this.insertAsOwnerSql ??= this.buildInsertAsOwnerSql());
     const parameters = [event.run, event.sequence, event.kind, event.round, event.durationMs, event.payload, event.crdate, event.run, owner];
     const runner: QueryRunner = manager?.queryRunner ?? this.dataSource.createQueryRunner();
-    let result: QueryResult;
+    let affected: number;
     try {
-      result = (await runner.query(sql, parameters, true)) as QueryResult;
+      // A long history's REQUEST, a long answer: the payload goes out as bytes (large-values).
+      affected = await writeWithValues(runner, sql, parameters);
     } finally {
       if (!manager?.queryRunner) await runner.release();
     }
-    if (!result.affected) throw new LeaseLostError();
+    if (!affected) throw new LeaseLostError();
   }
 
   /**

@@ -211,6 +211,46 @@ describe.each(testDialects)('conversations (%s)', (dialect) => {
     expect((await chats.messages(uuid)).map((m) => `${m.sequence}:${m.content}`)).toEqual(['0:t0', '2:p0', '3:a0', '4:T4', '5:T5', '6:p1', '7:a1', '8:p2', '9:a2', '10:p3', '11:a3']);
   });
 
+  test('TYPO3 moves a session to another configuration, or makes it again under the same uuid, between turns: each turn runs on what is stored then', async () => {
+    const a = await runs.setup({ systemPrompt: 'A.' });
+    const b = await runs.setup({ systemPrompt: 'B.' });
+    a.provider.script({ text: 'from a', usage: { prompt: 1, completion: 1 } });
+    b.provider.script(...Array.from({ length: 3 }, (_, i) => ({ text: `from b${i}`, usage: { prompt: 1, completion: 1 } })));
+    const conversation = await chats.start({ configuration: a.configuration });
+    const lastWire = (setup: typeof a) => wire(setup.provider.requests[setup.provider.requests.length - 1]!.body);
+    expect((await chats.turn(conversation.id, 'one')).ended.status).toBe('COMPLETED');
+    expect(lastWire(a)).toEqual(['system:A.', 'user:one']);
+
+    // This instance has seen the session on configuration a; TYPO3 moves it to b.
+    await ts.database.query('UPDATE tx_nrllm_ai_session SET configuration_identifier = ? WHERE uuid = ?', [b.configuration, conversation.id]);
+    expect((await chats.turn(conversation.id, 'two')).ended.status).toBe('COMPLETED');
+    expect(lastWire(b)).toEqual(['system:B.', 'user:one', 'assistant:from a', 'user:two']);
+    expect(a.provider.requests).toHaveLength(1);
+
+    // b deactivated: refused as any unusable configuration, nothing written.
+    await ts.ok(`mutation($uid: Int!) { updateConfiguration(uid: $uid, input: { isActive: false }) { uid } }`, { uid: b.configurationUid });
+    const refused = await ts.gql(SEND, { input: { conversationId: conversation.id, content: 'three' } });
+    expect(refused.errors?.[0]?.message).toMatch(new RegExp(`^The configuration "${b.configuration}" this session was opened with is no longer usable: `));
+    expect(await chats.messages(conversation.id)).toHaveLength(4);
+    await ts.ok(`mutation($uid: Int!) { updateConfiguration(uid: $uid, input: { isActive: true }) { uid } }`, { uid: b.configurationUid });
+
+    // The session deleted and made again under the same uuid (a new uid), with a history of its own.
+    const [old] = (await ts.database.query('SELECT uid FROM tx_nrllm_ai_session WHERE uuid = ?', [conversation.id])) as { uid: number }[];
+    await ts.database.query('DELETE FROM tx_nrllm_ai_session_message WHERE session = ?', [old!.uid]);
+    await ts.database.query('DELETE FROM tx_nrllm_ai_session WHERE uid = ?', [old!.uid]);
+    const now = Math.floor(Date.now() / 1000);
+    await ts.database.query('INSERT INTO tx_nrllm_ai_session (pid, uuid, be_user, configuration_identifier, title, message_count, last_activity, tstamp, crdate) VALUES (0, ?, 0, ?, ?, 2, ?, ?, ?)', [conversation.id, b.configuration, 'again', now, now, now]);
+    const [made] = (await ts.database.query('SELECT uid FROM tx_nrllm_ai_session WHERE uuid = ?', [conversation.id])) as { uid: number }[];
+    expect(Number(made!.uid)).not.toBe(Number(old!.uid));
+    for (const [sequence, role, content] of [[0, 'user', 'new0'], [1, 'assistant', 'new1']] as const) {
+      await ts.database.query('INSERT INTO tx_nrllm_ai_session_message (pid, session, sequence, role, content, model, prompt_tokens, completion_tokens, total_tokens, crdate) VALUES (0, ?, ?, ?, ?, ?, 0, 0, 0, ?)', [made!.uid, sequence, role, content, '', now]);
+    }
+    const fourth = await chats.turn(conversation.id, 'four');
+    expect(fourth.userMessage.sequence).toBe(2);
+    expect(lastWire(b)).toEqual(['system:B.', 'user:new0', 'assistant:new1', 'user:four']);
+    expect((await chats.messages(conversation.id)).map((m) => m.content)).toEqual(['new0', 'new1', 'four', 'from b1']);
+  });
+
   test('bad input: unknown conversation, empty or oversized text, a deactivated configuration; each writes nothing', async () => {
     const setup = await runs.setup();
     const conversation = await chats.start({ configuration: setup.configuration });
