@@ -59,7 +59,8 @@ export async function runConversations(turns = Number(process.env.BENCH_TURNS ??
     const database = await createScratchDatabase(dialect);
     const sink: { current: ProviderTime } = { current: { ms: 0, each: [] } };
     // An answer of a realistic chat length, each call.
-    const answer = () => createScriptedAdapter([() => ({ content: 'A short answer of about one sentence, as a chat model gives it.', usage: [40, 12] })]);
+    // A zero-latency provider keeps nothing: recording each request would copy the whole history on every call.
+    const answer = () => createScriptedAdapter([() => ({ content: 'A short answer of about one sentence, as a chat model gives it.', usage: [40, 12] })], { recordRequests: false });
     const server = await startRunsServer(database, {
       runs: {
         adapterFactory: () => {

@@ -305,7 +305,7 @@ export class RunPreparer {
         forcedSnippets: forcedSnippets.map((s) => ({ identifier: s.identifier, name: s.name, snippet: s.snippet })),
         configurationSkills: release ? release.skills.map((skill) => skill.skill) : (skillMap!.get(configuration.uid) ?? []).map(skillInputOf),
         forcedSkills: forcedSkills.map(skillInputOf),
-        ...(history.length > 0 ? { history } : {}),
+        ...(history.length > 0 ? { history, ...(request.conversation ? { historyAt: { session: request.conversation.session, throughSequence: request.conversation.throughSequence } } : {}) } : {}),
         prompt: request.prompt,
         ...(request.sendOverBudget === true ? { sendOverBudget: true } : {}),
         tools: { registry: tools, allowList: request.tools ?? undefined },

@@ -11,7 +11,10 @@ import type { ReleasedRecord } from '../releases/release-rules';
 import { unixNow } from '../shared/time';
 import { AgentRunEventEntity } from './agent-run-event.entity';
 import { AgentRunEntity } from './agent-run.entity';
+import type { ChatMessage } from '../providers/adapters/types';
+import { asHistorySent, historyLeftOutWarning, withHistory, type HistorySent } from './engine/history-sent';
 import type { RequestedToolCall, LoopStep } from './engine/loop-step';
+import type { HistorySource } from './run-preparer';
 import type { RunState } from './engine/run-machine';
 import { RunApprovalDeadlineEntity } from './run-approval-deadline.entity';
 import { RunLeaseEntity } from './run-lease.entity';
@@ -90,7 +93,11 @@ const RUN_KEYS = ['r_crdate', 'r_uid'];
 export const RUN_KEY_KINDS: readonly KeyKind[] = ['value', 'integer'];
 
 export class RunQueries {
-  constructor(protected readonly dataSource: DataSource) {}
+  constructor(
+    protected readonly dataSource: DataSource,
+    /** Reads a conversation turn's history again: its REQUEST steps name it instead of copying it (history-sent). */
+    private readonly historySource: HistorySource | null = null,
+  ) {}
 
   /** The provenance of each run that has one (runs started by older versions or by TYPO3 have none). */
   async provenanceOf(runUids: readonly number[]): Promise<Map<number, RunProvenance>> {
@@ -192,7 +199,30 @@ export class RunQueries {
         return limit === null ? query : query.limit(limit);
       },
     };
-    return (await getShapedEntityRows(this.dataSource, select, [], [])).map(({ main }) => toStoredStep(main));
+    return this.withHistories((await getShapedEntityRows(this.dataSource, select, [], [])).map(({ main }) => toStoredStep(main)));
+  }
+
+  /**
+   * Conversation turns' REQUEST steps with their history put back in place
+   * (read once for the steps that share it); a history no longer stored as
+   * it was sent is left out, and the step says so in `warnings`.
+   */
+  private async withHistories(steps: StoredStep[]): Promise<StoredStep[]> {
+    const reads = new Map<string, Promise<ChatMessage[] | null>>();
+    const read = (sent: HistorySent): Promise<ChatMessage[] | null> => {
+      const key = `${sent.session}:${sent.throughSequence}`;
+      let history = reads.get(key);
+      if (!history) reads.set(key, (history = this.historySource ? this.historySource(sent) : Promise.resolve(null)));
+      return history;
+    };
+    return Promise.all(
+      steps.map(async (step) => {
+        const sent = step.kind === 'request' && Array.isArray(step.messagesSent) ? asHistorySent(step.historySent) : null;
+        if (!sent) return step;
+        const { messages, complete } = withHistory(step.messagesSent as ChatMessage[], sent, await read(sent));
+        return { ...step, messagesSent: messages, ...(complete ? {} : { warnings: [historyLeftOutWarning(sent)] }) };
+      }),
+    );
   }
 
   async endStepsOf(runUids: readonly number[]): Promise<Map<number, StoredStep>> {

@@ -12,10 +12,11 @@ import { RunLeaseEntity } from './run-lease.entity';
 import { RunProvenanceEntity } from './run-provenance.entity';
 import { RunRequestEntity } from './run-request.entity';
 import { RunApprovalDeadlineEntity } from './run-approval-deadline.entity';
-import type { ApprovalStep, EndStep, LoopStep } from './engine/loop-step';
+import type { ApprovalStep, EndStep, LoopStep, RequestStep } from './engine/loop-step';
+import { withoutHistory } from './engine/history-sent';
 import type { StoredStep } from './trace-bus';
 import { asLoopSteps, RUN_OWNER_MARK, RunQueries, type RunProvenance } from './run-queries';
-import type { StoredRunRequest } from './run-preparer';
+import type { HistorySource, StoredRunRequest } from './run-preparer';
 import { storedCost, storedInt } from './engine/usage-limits';
 import { OPEN_STORED_STATUSES, storedSpellings } from './run-status';
 
@@ -62,8 +63,9 @@ export class RunStore extends RunQueries {
   constructor(
     dataSource: DataSource,
     private readonly onRunEnded: RunEndedHook | null = null,
+    historySource: HistorySource | null = null,
   ) {
-    super(dataSource);
+    super(dataSource, historySource);
   }
 
   private async runEnded(manager: EntityManager, runUid: number, end: EndStep): Promise<void> {
@@ -158,7 +160,7 @@ export class RunStore extends RunQueries {
    */
   async appendStep(runUid: number, sequence: number, step: LoopStep, extras: { suspendedState?: string } = {}, owner: string | null = null): Promise<StoredStep> {
     const { kind, round, durationMs, ...payload } = step;
-    const event = { run: runUid, sequence, kind, round, durationMs: Math.round(durationMs * 100) / 100, payload: JSON.stringify(payload), crdate: unixNow() };
+    const event = { run: runUid, sequence, kind, round, durationMs: Math.round(durationMs * 100) / 100, payload: JSON.stringify(storedPayloadOf(payload)), crdate: unixNow() };
     // updateEntity(false): TypeORM would otherwise read every inserted row back (a SELECT per step on SQLite).
     const insert = (manager: EntityManager | null) =>
       owner === null
@@ -422,4 +424,11 @@ function runRowFromEnd(step: EndStep): Partial<AgentRunEntity> {
 /** The provenance columns of a task run (all null for other runs). */
 function taskColumnsOf(task: RunProvenance['task']) {
   return { taskUid: task?.uid ?? null, taskIdentifier: task?.identifier ?? null, taskVersion: task?.version ?? null };
+}
+
+/** A step's payload as stored: a conversation turn's REQUEST without its history's messages (history-sent). */
+function storedPayloadOf(payload: Omit<LoopStep, 'kind' | 'round' | 'durationMs'>): object {
+  const sent = (payload as Partial<RequestStep>).historySent;
+  const messages = (payload as Partial<RequestStep>).messagesSent;
+  return sent && messages ? { ...payload, messagesSent: withoutHistory(messages, sent) } : payload;
 }

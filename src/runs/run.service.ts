@@ -124,7 +124,7 @@ export class RunService {
     private readonly logger: Logger,
     private readonly options: RunServiceOptions,
   ) {
-    this.store = new RunStore(dataSource, options.onRunEnded ?? null);
+    this.store = new RunStore(dataSource, options.onRunEnded ?? null, options.historySource ?? null);
     this.preparer = new RunPreparer(configurations, models, providers, snippets, skills, releases, tools, logger, options);
     this.driver = new RunDriver(this.store, this.preparer, bus, logger, options);
     const driver = this.driver;

@@ -88,7 +88,7 @@ export class RunStep {
   @Extensions(EMBEDDED_LIST)
   @Field(() => [ToolCall], { nullable: true }) requestedToolCalls!: ToolCall[] | null;
   @Extensions(listRows(CATALOGUE_ROWS))
-  @Field(() => [String], { nullable: true, description: 'Settings the provider ignored.' }) warnings!: string[] | null;
+  @Field(() => [String], { nullable: true, description: 'LLM steps: settings the provider ignored. REQUEST steps: why messagesSent lacks messages that were sent (a conversation turn\'s history, stored by reference, deleted since).' }) warnings!: string[] | null;
   @Field(() => Boolean, {
     nullable: true,
     description: 'LLM steps: true when the instance that took the run over made this call again (the one making it stopped before its answer was stored); the CONTEXT and REQUEST before it are that call\'s, stored once.',

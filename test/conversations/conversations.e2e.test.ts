@@ -3,9 +3,10 @@
  * scripted OpenAI-compatible provider, GraphQL over HTTP, on SQLite and MySQL.
  */
 import { testDialects } from '../support/databases';
-import { startTestServer, type TestServer } from '../support/server';
+import { collect, startTestServer, type TestServer } from '../support/server';
 import { RunKit, expectWellFormedTrace } from '../runs/run-kit';
 import { gate } from '../runs/scripted-provider';
+import { waitUntil } from '../support/instances';
 import { ConversationKit, GET, SEND, START, text } from './conversation-kit';
 
 const wire = (body: Record<string, unknown>) => (body.messages as { role: string; content: string }[]).map((m) => `${m.role}:${m.content}`);
@@ -113,6 +114,60 @@ describe.each(testDialects)('conversations (%s)', (dialect) => {
     expect(sentAt(3)).toEqual(['a', 'C', 'd']); // [u0, a2, u3]
     expect(await chats.messages(conversation.id)).toHaveLength(8);
     expect((await chats.messages(conversation.id)).map((m) => m.droppedTurns)).toEqual([0, null, 0, null, 1, null, 2, null]);
+  });
+
+  test('a turn\'s REQUEST names the history it sent: stored without it, read back exactly as the provider got it; left out, with a warning, once the conversation is deleted', async () => {
+    // As the fit test above: turn 3 drops one turn, turn 4 two.
+    const setup = await runs.setup({ contextLength: 1000, maxOutputTokens: 500 });
+    const reply = (n: number) => ({ text: text(350, String.fromCharCode(65 + n)), usage: { prompt: 1, completion: 1 } });
+    setup.provider.script(reply(0), reply(1), reply(2), { toolCalls: [{ name: 'calculator', arguments: { expression: '6 * 7' } }], usage: { prompt: 1, completion: 1 } }, reply(3));
+    const conversation = await chats.start({ configuration: setup.configuration });
+    const runIds: string[] = [];
+    for (let turn = 0; turn < 3; turn += 1) runIds.push((await chats.turn(conversation.id, text(350, String.fromCharCode(97 + turn)))).run.id);
+    // Turn 4 waits for a person between its rounds: the run goes on from its stored steps.
+    const held = await chats.send(conversation.id, text(350, 'd'), { tools: ['calculator'], approvalRequired: ['calculator'] });
+    runIds.push(held.run.id);
+    await waitUntil(async () => String((await runs.run(held.run.id)).status) === 'WAITING_FOR_APPROVAL', { what: 'the approval wait' });
+    const calls = (await ts.ok<{ run: { steps: { kind: string; pendingToolCalls: { id: string }[] | null }[] } }>('query($id: ID!) { run(id: $id) { steps { kind pendingToolCalls { id } } } }', { id: held.run.id })).run.steps.find((step) => step.kind === 'APPROVAL')!.pendingToolCalls!;
+    await ts.ok('mutation($runId: ID!, $decisions: [ToolDecisionInput!]!) { resolveToolApproval(runId: $runId, decisions: $decisions) { id } }', { runId: held.run.id, decisions: [{ toolCallId: calls[0]!.id, approve: true }] });
+    expect((await runs.waitForRun(held.run.id)).status).toBe('COMPLETED');
+
+    // Every REQUEST of every turn, read back, is what the provider received (in order: 5 calls).
+    const readBack: string[][] = [];
+    for (const id of runIds) {
+      for (const step of (await runs.run(id)).steps) {
+        if (step.kind === 'REQUEST') readBack.push(step.messagesSent!.map((m) => `${m.role}:${(m.content ?? '').slice(0, 1)}`));
+      }
+    }
+    const received = setup.provider.requests.map((request) => (request.body.messages as { role: string; content: string | null }[]).map((m) => `${m.role}:${(m.content ?? '').slice(0, 1)}`));
+    expect(readBack).toEqual(received);
+    expect(received[2]).toEqual(['user:a', 'assistant:B', 'user:c']);
+    // Whole texts too, not only their first letters.
+    const last = (await runs.run(runIds[3]!)).steps.filter((step) => step.kind === 'REQUEST').at(-1)!;
+    expect(last.messagesSent!.map((m) => m.content)).toEqual((setup.provider.requests[4]!.body.messages as { content: string | null }[]).map((m) => m.content));
+
+    // Stored: turn 3's REQUEST holds its prompt, not the history's 350-byte messages.
+    const payloadOf = async (runId: string) => {
+      const rows = (await ts.database.query(`SELECT e.payload FROM tx_nrllm_agentrun_event e JOIN tx_nrllm_agentrun r ON r.uid = e.run WHERE r.uuid = ? AND e.kind = 'request' ORDER BY e.sequence`, [runId])) as { payload: string }[];
+      return rows.map((row) => JSON.parse(row.payload) as { messagesSent: { content: string }[]; historySent?: unknown });
+    };
+    const [third] = await payloadOf(runIds[2]!);
+    expect(third!.messagesSent.map((m) => m.content)).toEqual([text(350, 'c')]);
+    expect(third!.historySent).toMatchObject({ count: 4, runs: [[0, 0, 1], [1, 3, 4]] });
+
+    // The trace a watcher replays says the same.
+    const client = ts.wsClient();
+    const trace = collect<{ runTrace: { kind: string; messagesSent: { content: string }[] | null } }>(client, 'subscription($id: ID!) { runTrace(runId: $id) { kind messagesSent { content } } }', { id: runIds[2] });
+    await trace.done;
+    await client.dispose();
+    expect(trace.errors).toEqual([]);
+    expect(trace.events.find((event) => event.runTrace.kind === 'REQUEST')!.runTrace.messagesSent!.map((m) => m.content[0])).toEqual(['a', 'B', 'c']);
+
+    // Deleted: the runs stay, their REQUESTs without the history, saying so.
+    await ts.ok('mutation($id: ID!) { deleteConversation(id: $id) }', { id: conversation.id });
+    const after = (await ts.ok<{ run: { steps: { kind: string; messagesSent: { content: string }[] | null; warnings: string[] | null }[] } }>('query($id: ID!) { run(id: $id) { steps { kind messagesSent { content } warnings } } }', { id: runIds[2] })).run.steps.find((step) => step.kind === 'REQUEST')!;
+    expect(after.messagesSent!.map((m) => m.content)).toEqual([text(350, 'c')]);
+    expect(after.warnings).toEqual([`The 2 message(s) of the conversation's history this request sent are left out: they are no longer stored as they were (the conversation or a message of it was deleted).`]);
   });
 
   test('a message over the budget on its own is still sent', async () => {

@@ -52,6 +52,7 @@ import {
   type RunRules,
   type StepDetails,
 } from './run-machine';
+import { historySentOf } from './history-sent';
 import { suspendedStateOf } from './suspended-state';
 import { sanitizeUsage } from './usage-limits';
 
@@ -244,7 +245,9 @@ class AgentLoopRun {
     const permit = await askLedger(this.hooks.ledger, tools.length > 0);
     if (!permit.allowed) return this.outcome('budget_exhausted', { error: permit.message, errorClass: 'BudgetExceeded' });
 
-    const requestStep: RequestStep = { kind: 'request', round, durationMs: 0, messagesSent: snapshot(fit.messages), toolsOffered: tools.map((tool) => tool.name) };
+    // A conversation's history is stored by reference (history-sent); the step as published keeps every message.
+    const historySent = this.input.historyAt && this.input.history ? historySentOf(fit.messages, this.input.history, this.input.historyAt) : null;
+    const requestStep: RequestStep = { kind: 'request', round, durationMs: 0, messagesSent: snapshot(fit.messages), toolsOffered: tools.map((tool) => tool.name), ...(historySent ? { historySent } : {}) };
     const requestStored =
       begun !== null && contextStored && begun.request !== null && isStoredAgain({ messagesSent: begun.request.messagesSent, toolsOffered: begun.request.toolsOffered }, { messagesSent: requestStep.messagesSent, toolsOffered: requestStep.toolsOffered });
     // A call not made frees what the ledger held for it.

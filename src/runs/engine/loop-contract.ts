@@ -9,6 +9,7 @@ import type { ModelPrices } from '../../providers/cost';
 import type { AssemblyInput } from '../../prompt/run-messages';
 import type { ToolRegistry } from '../tools/tool-registry';
 import type { CallLedger } from './call-ledger';
+import type { HistoryAt } from './history-sent';
 import type { RunBudget } from './run-machine';
 import type { LoopOutcome, RequestedToolCall, LoopDelta, LoopStep } from './loop-step';
 
@@ -80,6 +81,8 @@ export interface AgentLoopInput extends AssemblyInput {
   sendOverBudget?: boolean;
   /** Token and cost limits checked before every model call. */
   budget?: Partial<RunBudget>;
+  /** A conversation turn: where `history` is stored, so its REQUEST steps name it instead of copying it (history-sent). */
+  historyAt?: HistoryAt;
   /**
    * Seconds a run waits for a person's decision before its pending calls are
    * refused as not approved; null or absent: it waits until someone decides.

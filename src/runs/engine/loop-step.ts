@@ -10,6 +10,7 @@
  */
 
 import type { ChatMessage, FinishReason } from '../../providers/adapters/types';
+import type { HistorySent } from './history-sent';
 import type { TerminationReason } from './run-machine';
 
 export type { TerminationReason } from './run-machine';
@@ -61,6 +62,10 @@ export interface RequestStep extends StepBase {
   messagesSent: ChatMessage[];
   /** Names of the tools offered with this call; `[]` for none. */
   toolsOffered: string[];
+  /** A conversation turn: where its history sits in `messagesSent` (stored by reference, see history-sent). */
+  historySent?: HistorySent;
+  /** Read back: why `messagesSent` lacks messages that were sent. */
+  warnings?: string[];
 }
 
 /** A tool call the model asked for, as api.md's `ToolCall`. */

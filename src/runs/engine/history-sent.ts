@@ -1,0 +1,122 @@
+/**
+ * A conversation turn's REQUEST step names the stored history it sent
+ * instead of copying it. Every turn sends the conversation again, so copies
+ * made a conversation of n turns store O(n²) bytes in
+ * `tx_nrllm_agentrun_event` (about 14 MB for 500 short turns), and writing
+ * them was most of a long conversation's turn (bench/conversations.ts).
+ *
+ * What is stored: `messagesSent` without the history's messages, and
+ * `historySent`: the session and the sequence the history ends at, where
+ * runs of it sat in the messages sent, and how many messages and characters
+ * the whole history had. A reader puts the history read again back in place
+ * (`withHistory`); when what is stored now is no longer what was sent (the
+ * conversation deleted or purged, a message of it deleted), the history is
+ * left out and the step says so. The live step keeps every message.
+ *
+ * A history message is recognised by identity: the loop's transcript holds
+ * the very message objects of the turn's history (a message the assembly
+ * changed, the first user message carrying the skill block, is a new object
+ * and is stored as sent).
+ */
+import type { ChatMessage } from '../../providers/adapters/types';
+
+export interface HistorySent {
+  session: number;
+  throughSequence: number;
+  /** The whole history's messages and characters when it was sent: what a reader checks its history against. */
+  count: number;
+  chars: number;
+  /** `[at, from, to]`: history[from..to) sat at messagesSent[at..at+to-from). In order, not overlapping. */
+  runs: [number, number, number][];
+}
+
+/** Where the turn's history is stored (as `HistoryReference`). */
+export interface HistoryAt {
+  session: number;
+  throughSequence: number;
+}
+
+/** The note a REQUEST step carries when its history could not be put back. */
+export function historyLeftOutWarning(sent: HistorySent): string {
+  const left = sent.runs.reduce((sum, [, from, to]) => sum + (to - from), 0);
+  return `The ${left} message(s) of the conversation's history this request sent are left out: they are no longer stored as they were (the conversation or a message of it was deleted).`;
+}
+
+/** Where the history's messages sit in `messages`; null when none of them does. */
+export function historySentOf(messages: readonly ChatMessage[], history: readonly ChatMessage[], at: HistoryAt): HistorySent | null {
+  if (history.length === 0) return null;
+  const indexOf = new Map<ChatMessage, number>();
+  history.forEach((message, index) => indexOf.set(message, index));
+  const runs: [number, number, number][] = [];
+  for (let i = 0; i < messages.length; i += 1) {
+    const from = indexOf.get(messages[i]!);
+    if (from === undefined) continue;
+    const last = runs[runs.length - 1];
+    if (last && last[0] + (last[2] - last[1]) === i && last[2] === from) last[2] = from + 1;
+    else runs.push([i, from, from + 1]);
+  }
+  if (runs.length === 0) return null;
+  return { session: at.session, throughSequence: at.throughSequence, count: history.length, chars: charsOf(history), runs };
+}
+
+/** The messages as stored: those of the history taken out. */
+export function withoutHistory(messages: readonly ChatMessage[], sent: HistorySent): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  let next = 0;
+  for (const [at, from, to] of sent.runs) {
+    for (; next < at; next += 1) out.push(messages[next]!);
+    next = at + (to - from);
+  }
+  for (; next < messages.length; next += 1) out.push(messages[next]!);
+  return out;
+}
+
+/**
+ * The messages as sent, the history read again put back in place; with
+ * `complete: false` (and the stored messages alone) when `history` is null
+ * or is not the history that was sent.
+ */
+export function withHistory(stored: readonly ChatMessage[], sent: HistorySent, history: readonly ChatMessage[] | null): { messages: ChatMessage[]; complete: boolean } {
+  if (!history || history.length !== sent.count || charsOf(history) !== sent.chars || !runsFit(sent, stored.length)) return { messages: [...stored], complete: false };
+  const out: ChatMessage[] = [];
+  let next = 0;
+  for (const [at, from, to] of sent.runs) {
+    while (out.length < at) out.push(stored[next++]!);
+    for (let i = from; i < to; i += 1) out.push(history[i]!);
+  }
+  while (next < stored.length) out.push(stored[next++]!);
+  return { messages: out, complete: true };
+}
+
+/** A stored `historySent` read back, checked; null for anything else (a payload written elsewhere). */
+export function asHistorySent(value: unknown): HistorySent | null {
+  if (!value || typeof value !== 'object') return null;
+  const { session, throughSequence, count, chars, runs } = value as Record<string, unknown>;
+  if (![session, throughSequence, count, chars].every(Number.isSafeInteger) || !Array.isArray(runs)) return null;
+  const checked: [number, number, number][] = [];
+  for (const run of runs) {
+    if (!Array.isArray(run) || run.length !== 3 || !run.every((n) => Number.isSafeInteger(n) && (n as number) >= 0)) return null;
+    const [at, from, to] = run as [number, number, number];
+    if (to <= from || to > (count as number)) return null;
+    checked.push([at, from, to]);
+  }
+  return { session: session as number, throughSequence: throughSequence as number, count: count as number, chars: chars as number, runs: checked };
+}
+
+/** Whether the runs are in order and leave exactly `storedLength` messages around them. */
+function runsFit(sent: HistorySent, storedLength: number): boolean {
+  let expanded = 0;
+  let stored = 0;
+  for (const [at, from, to] of sent.runs) {
+    if (at < expanded) return false;
+    stored += at - expanded;
+    expanded = at + (to - from);
+  }
+  return stored <= storedLength;
+}
+
+function charsOf(messages: readonly ChatMessage[]): number {
+  let chars = 0;
+  for (const message of messages) chars += message.content?.length ?? 0;
+  return chars;
+}
