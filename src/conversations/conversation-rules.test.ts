@@ -7,7 +7,7 @@ import {
   mayAccess,
   messageIdOf,
   ownerTokenOf,
-  replayedHistory,
+  replayedMessage,
   replyOf,
   retentionCutoff,
   sequenceAllocationFailed,
@@ -42,8 +42,9 @@ describe('conversation rules', () => {
   });
 
   test('the stored history replays as {role, content}; other roles are left out', () => {
-    expect(replayedHistory([{ role: 'user', content: 'a' }, { role: 'system', content: 'x' }, { role: 'assistant', content: 'b' }])).toEqual([
+    expect([{ role: 'user', content: 'a' }, { role: 'system', content: 'x' }, { role: 'assistant', content: 'b' }].map(replayedMessage)).toEqual([
       { role: 'user', content: 'a' },
+      null,
       { role: 'assistant', content: 'b' },
     ]);
   });

@@ -61,16 +61,14 @@ export function messageIdOf(sessionUuid: string, sequence: number): string {
 }
 
 /**
- * The stored messages as the model gets them again: `{role, content}` in
- * sequence order. A row with any other role (written by hand) is left out.
+ * A stored message as the model gets it again: `{role, content}` (the
+ * history is the session's rows in sequence order, each replayed). A row
+ * with any other role (written by hand) is left out: null.
  */
-export function replayedHistory(rows: readonly { role: string; content: string }[]): ChatMessage[] {
-  const messages: ChatMessage[] = [];
-  for (const row of rows) {
-    if (row.role === 'user') messages.push({ role: 'user', content: row.content });
-    else if (row.role === 'assistant') messages.push({ role: 'assistant', content: row.content });
-  }
-  return messages;
+export function replayedMessage(row: { role: string; content: string }): ChatMessage | null {
+  if (row.role === 'user') return { role: 'user', content: row.content };
+  if (row.role === 'assistant') return { role: 'assistant', content: row.content };
+  return null;
 }
 
 /** The text a turn fails with when its session's configuration can no longer be used (nr_llm's). */

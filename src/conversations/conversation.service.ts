@@ -32,7 +32,6 @@ import {
   mayAccess,
   messageIdOf,
   ownerTokenOf,
-  replayedHistory,
   replyOf,
   retentionCutoff,
   unusableConfigurationMessage,
@@ -207,7 +206,7 @@ export class ConversationService {
       prompt: content,
       // A conversation is plain chat unless the turn names tools (as nr_llm's).
       tools: options.tools ?? [],
-      history: replayedHistory(history),
+      history: this.historyCache.replay(history),
       conversation: { session: session.uid, throughSequence },
       sendOverBudget: true,
     };
@@ -304,7 +303,7 @@ export class ConversationService {
 
   /** A turn's history again, for its run going on after approval or a takeover. */
   async history(reference: HistoryReference): Promise<ChatMessage[]> {
-    return replayedHistory(await this.historyCache.read(reference.session, reference.throughSequence));
+    return this.historyCache.replay(await this.historyCache.read(reference.session, reference.throughSequence));
   }
 
   /** Deletes the sessions idle for longer than `retentionDays`; how many. */

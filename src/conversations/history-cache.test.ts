@@ -77,4 +77,23 @@ describe('HistoryCache', () => {
     await cache.read(4);
     expect(cache.counts.readWhole).toBe(before + 3);
   });
+
+  test('a remembered row is sent as the same message object on every turn; a row read again, as a new one', async () => {
+    const t = table();
+    for (const text of ['a', 'b']) t.append(1, text);
+    t.rows.get(1)!.push({ uid: 50, sequence: 2, role: 'system', content: 'by hand' });
+    const cache = new HistoryCache(t.source);
+    const first = cache.replay(await cache.read(1));
+    expect(first).toEqual([{ role: 'user', content: 'a' }, { role: 'assistant', content: 'b' }]);
+    t.append(1, 'c');
+    const second = cache.replay(await cache.read(1));
+    expect(second).toHaveLength(3);
+    expect(second[0]).toBe(first[0]);
+    expect(second[1]).toBe(first[1]);
+    // Deleted and written again: read whole, new rows, new messages with the same text.
+    t.rows.get(1)![0] = { uid: 77, sequence: 0, role: 'user', content: 'a' };
+    const third = cache.replay(await cache.read(1));
+    expect(third[0]).toEqual(first[0]);
+    expect(third[0]).not.toBe(first[0]);
+  });
 });

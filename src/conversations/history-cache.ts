@@ -14,8 +14,15 @@
  *
  * Bounded: the least recently read sessions are forgotten first, once more
  * than `maxSessions` are remembered or their texts pass `maxBytes`.
+ *
+ * A remembered row also keeps the message it is sent as (`replay`), so a
+ * conversation's messages are the same objects from turn to turn and the
+ * run's token estimate, which remembers its measures by message object
+ * (engine/estimate-memo), measures each of them once.
  */
+import type { ChatMessage } from '../providers/adapters/types';
 import type { HistoryRow, MessagesSummary } from './conversation.repository';
+import { replayedMessage } from './conversation-rules';
 
 export interface HistorySource {
   /** The session's messages after `afterSequence` (-1: all), in sequence order. */
@@ -40,6 +47,8 @@ interface Remembered {
 
 export class HistoryCache {
   private readonly sessions = new Map<number, Remembered>();
+  /** Each row's message as sent (null: left out); forgotten with the row. */
+  private readonly replayed = new WeakMap<HistoryRow, ChatMessage | null>();
   private size = 0;
   /** How the reads went (tests and diagnostics): remembered and still valid, read whole. */
   readonly counts = { kept: 0, readWhole: 0 };
@@ -56,6 +65,17 @@ export class HistoryCache {
     let end = rows.length;
     while (end > 0 && rows[end - 1]!.sequence > throughSequence) end -= 1;
     return rows.slice(0, end);
+  }
+
+  /** The rows as the model gets them again (`replayedMessage`; rows it leaves out are left out), each row's message made once. */
+  replay(rows: readonly HistoryRow[]): ChatMessage[] {
+    const messages: ChatMessage[] = [];
+    for (const row of rows) {
+      let message = this.replayed.get(row);
+      if (message === undefined) this.replayed.set(row, (message = replayedMessage(row)));
+      if (message) messages.push(message);
+    }
+    return messages;
   }
 
   /** Forgets a session (deleted). */

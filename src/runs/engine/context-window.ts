@@ -18,7 +18,7 @@
 
 import type { ChatMessage, ToolDefinition } from '../../providers/adapters/types';
 import { phpJsonDecode, phpJsonEncode, phpValueOf } from '../../shared/php-json';
-import { rememberedArgumentBytes, rememberedSchemaBytes } from './estimate-memo';
+import { rememberedArgumentBytes, rememberedByMessage, rememberedSchemaBytes } from './estimate-memo';
 import type { ContextBudgetReport } from './loop-step';
 
 /** Tokens charged per message for the role and wrapper tokens a provider adds. */
@@ -167,7 +167,7 @@ export function toolSchemaBytes(tools: readonly ToolDefinition[]): number {
  */
 export function estimateTokens(messages: readonly ChatMessage[], tools: readonly ToolDefinition[] = []): number {
   const total = emptyParts();
-  for (const message of messages) addParts(total, messageParts(message));
+  for (const message of messages) addParts(total, partsOf(message));
   return tokensOf(total, toolSchemaBytes(tools));
 }
 
@@ -182,11 +182,14 @@ function emptyParts(): EstimateParts {
   return { overhead: 0, prose: 0, dense: 0 };
 }
 
-function addParts(total: EstimateParts, parts: EstimateParts, sign = 1): void {
+function addParts(total: EstimateParts, parts: Readonly<EstimateParts>, sign = 1): void {
   total.overhead += sign * parts.overhead;
   total.prose += sign * parts.prose;
   total.dense += sign * parts.dense;
 }
+
+/** `messageParts`, measured once per message object (estimate-memo). */
+const partsOf = rememberedByMessage(messageParts);
 
 function messageParts(message: ChatMessage): EstimateParts {
   const parts: EstimateParts = { overhead: MESSAGE_OVERHEAD_TOKENS, prose: 0, dense: 0 };
@@ -373,10 +376,10 @@ export function fitContext(
     const { head, turns } = partitionTranscript(messages);
     const schemaBytes = toolSchemaBytes(tools);
     const total = emptyParts();
-    for (const message of head) addParts(total, messageParts(message));
+    for (const message of head) addParts(total, partsOf(message));
     const turnParts = turns.map((turn) => {
       const parts = emptyParts();
-      for (const message of turn) addParts(parts, messageParts(message));
+      for (const message of turn) addParts(parts, partsOf(message));
       addParts(total, parts);
       return parts;
     });

@@ -1,5 +1,6 @@
-import type { ToolDefinition } from '../../providers/adapters/types';
-import { ARGUMENT_ENTRIES, ARGUMENT_MAX_CHARS, rememberedArgumentBytes, rememberedSchemaBytes } from './estimate-memo';
+import type { ChatMessage, ToolDefinition } from '../../providers/adapters/types';
+import { estimateTokens } from './context-window';
+import { ARGUMENT_ENTRIES, ARGUMENT_MAX_CHARS, rememberedArgumentBytes, rememberedByMessage, rememberedSchemaBytes } from './estimate-memo';
 
 describe('estimate-memo', () => {
   it('measures an argument text once, and again only after the memo was full and forgotten', () => {
@@ -39,5 +40,25 @@ describe('estimate-memo', () => {
     expect(calls).toBe(1);
     // Another definition object with the same content is measured on its own.
     expect(rememberedSchemaBytes({ ...tool }, () => 7)).toBe(7);
+  });
+
+  it('measures a message object once; an equal message made anew is measured on its own, with the same estimate', () => {
+    let calls = 0;
+    const message: ChatMessage = { role: 'user', content: 'héllo' };
+    const measure = (m: ChatMessage) => {
+      calls += 1;
+      return { bytes: Buffer.byteLength(m.content ?? '') };
+    };
+    const remembered = rememberedByMessage(measure);
+    expect(remembered(message)).toEqual({ bytes: 6 });
+    expect(remembered(message)).toBe(remembered(message));
+    expect(calls).toBe(1);
+    expect(remembered({ ...message })).toEqual({ bytes: 6 });
+    expect(calls).toBe(2);
+    // The estimate's own memo is another: the same message objects, measured before or not, give the same estimate.
+    const messages: ChatMessage[] = [{ role: 'system', content: 'Be brief.' }, message, { role: 'assistant', content: 'ok' }];
+    const first = estimateTokens(messages);
+    expect(estimateTokens(messages)).toBe(first);
+    expect(estimateTokens(messages.map((m) => ({ ...m }) as ChatMessage))).toBe(first);
   });
 });

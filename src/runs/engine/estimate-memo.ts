@@ -15,9 +15,15 @@
  *   when full (long texts are not kept: they are measured every time);
  * - a tool schema's bytes by its `ToolDefinition` object. Tool definitions
  *   are values: the registry and the MCP discovery make new ones, never change
- *   one in place.
+ *   one in place;
+ * - a message's share of the estimate by its `ChatMessage` object. Messages
+ *   are values too (nothing changes a message once it is made): a run's
+ *   first-call fit, its loop's fit and every later round measure the same
+ *   objects, and a conversation's history keeps its message objects from
+ *   turn to turn (history-cache), so a long conversation is measured once,
+ *   not on every turn.
  */
-import type { ToolDefinition } from '../../providers/adapters/types';
+import type { ChatMessage, ToolDefinition } from '../../providers/adapters/types';
 
 /** Texts whose argument bytes are kept; a run's calls are far fewer. */
 export const ARGUMENT_ENTRIES = 4096;
@@ -37,6 +43,16 @@ export function rememberedArgumentBytes(text: string, measure: (text: string) =>
     argumentBytes.set(text, bytes);
   }
   return bytes;
+}
+
+/** `measure`, remembered by the message object (one memo per measure); a result is shared, never to be changed. */
+export function rememberedByMessage<T extends object>(measure: (message: ChatMessage) => T): (message: ChatMessage) => Readonly<T> {
+  const known = new WeakMap<ChatMessage, T>();
+  return (message) => {
+    let share = known.get(message);
+    if (share === undefined) known.set(message, (share = measure(message)));
+    return share;
+  };
 }
 
 /** `measure(tool)`, remembered by the tool definition (null: it cannot be encoded). */

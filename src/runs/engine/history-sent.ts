@@ -45,12 +45,15 @@ export function historyLeftOutWarning(sent: HistorySent): string {
 /** Where the history's messages sit in `messages`; null when none of them does. */
 export function historySentOf(messages: readonly ChatMessage[], history: readonly ChatMessage[], at: HistoryAt): HistorySent | null {
   if (history.length === 0) return null;
-  const indexOf = new Map<ChatMessage, number>();
-  history.forEach((message, index) => indexOf.set(message, index));
   const runs: [number, number, number][] = [];
-  for (let i = 0; i < messages.length; i += 1) {
-    const from = indexOf.get(messages[i]!);
-    if (from === undefined) continue;
+  // The history's messages keep their order in what is sent (a fit only leaves some out): each is looked for after the last found.
+  let next = 0;
+  for (let i = 0; i < messages.length && next < history.length; i += 1) {
+    const message = messages[i]!;
+    if (message.role === 'system' || message.role === 'tool') continue;
+    const from = history[next] === message ? next : history.indexOf(message, next);
+    if (from < 0) continue;
+    next = from + 1;
     const last = runs[runs.length - 1];
     if (last && last[0] + (last[2] - last[1]) === i && last[2] === from) last[2] = from + 1;
     else runs.push([i, from, from + 1]);
