@@ -208,6 +208,8 @@ export class RunQueries {
    * it was sent is left out, and the step says so in `warnings`.
    */
   private async withHistories(steps: StoredStep[]): Promise<StoredStep[]> {
+    // Most reads hold no turn's REQUEST: returned as read.
+    if (!steps.some((step) => step.kind === 'request' && step.historySent !== undefined)) return steps;
     const reads = new Map<string, Promise<ChatMessage[] | null>>();
     const read = (sent: HistorySent): Promise<ChatMessage[] | null> => {
       const key = `${sent.session}:${sent.throughSequence}`;
