@@ -20,7 +20,8 @@ describe('a REQUEST names its history instead of copying it', () => {
     // [system, u0, (a1, u2 dropped), a3, u4, a5, prompt, a tool round]
     const sent: ChatMessage[] = [system, history[0]!, history[3]!, history[4]!, history[5]!, prompt, { role: 'assistant', content: null, tool_calls: [] }];
     const reference = historySentOf(sent, history, at)!;
-    expect(reference).toEqual({ session: 7, throughSequence: 5, count: 6, chars: 12, runs: [[1, 0, 1], [2, 3, 6]] });
+    expect(reference).toMatchObject({ session: 7, throughSequence: 5, count: 6, runs: [[1, 0, 1], [2, 3, 6]] });
+    expect(reference.digest).toMatch(/^[A-Za-z0-9+/]{43}=$/);
     const stored = withoutHistory(sent, reference);
     expect(stored).toEqual([system, prompt, sent[6]]);
     const back = withHistory(JSON.parse(JSON.stringify(stored)) as ChatMessage[], asHistorySent(JSON.parse(JSON.stringify(reference)))!, readAgain());
@@ -52,13 +53,17 @@ describe('a REQUEST names its history instead of copying it', () => {
     const edited = readAgain();
     edited[2] = { role: 'user', content: 'u2 edited' };
     expect(withHistory(stored, reference, edited)).toEqual(incomplete);
+    // Same count and characters, other texts (another session under a reused uid): left out too.
+    const other = readAgain();
+    other[0] = { role: 'user', content: 'U0' };
+    expect(withHistory(stored, reference, other)).toEqual(incomplete);
   });
 
   test('a stored reference that is not one is not used', () => {
-    for (const value of [null, 'x', {}, { ...at, count: 1, chars: 1, runs: 'no' }, { ...at, count: 1, chars: 1, runs: [[0, 1, 1]] }, { ...at, count: 1, chars: 1, runs: [[0, 0, 2]] }, { ...at, count: 1.5, chars: 1, runs: [] }]) {
+    for (const value of [null, 'x', {}, { ...at, count: 1, digest: 'x', runs: 'no' }, { ...at, count: 1, digest: 'x', runs: [[0, 1, 1]] }, { ...at, count: 1, digest: 'x', runs: [[0, 0, 2]] }, { ...at, count: 1.5, digest: 'x', runs: [] }, { ...at, count: 1, chars: 1, runs: [] }]) {
       expect(asHistorySent(value)).toBeNull();
     }
     // Runs that claim more stored messages than there are: left out.
-    expect(withHistory([system], { ...at, count: 6, chars: 12, runs: [[3, 0, 6]] }, readAgain()).complete).toBe(false);
+    expect(withHistory([system], { ...at, count: 6, digest: historySentOf(history, history, at)!.digest, runs: [[3, 0, 6]] }, readAgain()).complete).toBe(false);
   });
 });

@@ -7,9 +7,9 @@
  *
  * What is stored: `messagesSent` without the history's messages, and
  * `historySent`: the session and the sequence the history ends at, where
- * runs of it sat in the messages sent, and how many messages and characters
- * the whole history had. A reader puts the history read again back in place
- * (`withHistory`); when what is stored now is no longer what was sent (the
+ * runs of it sat in the messages sent, and what the whole history was (its
+ * message count and a SHA-256 of it). A reader puts the history read again
+ * back in place (`withHistory`); when what is stored now is no longer what was sent (the
  * conversation deleted or purged, a message of it deleted), the history is
  * left out and the step says so. The live step keeps every message.
  *
@@ -18,14 +18,15 @@
  * changed, the first user message carrying the skill block, is a new object
  * and is stored as sent).
  */
+import crypto from 'node:crypto';
 import type { ChatMessage } from '../../providers/adapters/types';
 
 export interface HistorySent {
   session: number;
   throughSequence: number;
-  /** The whole history's messages and characters when it was sent: what a reader checks its history against. */
+  /** The whole history's message count and SHA-256 (of roles and texts) when it was sent: what a reader checks its history against. */
   count: number;
-  chars: number;
+  digest: string;
   /** `[at, from, to]`: history[from..to) sat at messagesSent[at..at+to-from). In order, not overlapping. */
   runs: [number, number, number][];
 }
@@ -59,7 +60,7 @@ export function historySentOf(messages: readonly ChatMessage[], history: readonl
     else runs.push([i, from, from + 1]);
   }
   if (runs.length === 0) return null;
-  return { session: at.session, throughSequence: at.throughSequence, count: history.length, chars: charsOf(history), runs };
+  return { session: at.session, throughSequence: at.throughSequence, count: history.length, digest: digestOf(history), runs };
 }
 
 /** The messages as stored: those of the history taken out. */
@@ -80,7 +81,7 @@ export function withoutHistory(messages: readonly ChatMessage[], sent: HistorySe
  * or is not the history that was sent.
  */
 export function withHistory(stored: readonly ChatMessage[], sent: HistorySent, history: readonly ChatMessage[] | null): { messages: ChatMessage[]; complete: boolean } {
-  if (!history || history.length !== sent.count || charsOf(history) !== sent.chars || !runsFit(sent, stored.length)) return { messages: [...stored], complete: false };
+  if (!history || history.length !== sent.count || digestOf(history) !== sent.digest || !runsFit(sent, stored.length)) return { messages: [...stored], complete: false };
   const out: ChatMessage[] = [];
   let next = 0;
   for (const [at, from, to] of sent.runs) {
@@ -94,8 +95,8 @@ export function withHistory(stored: readonly ChatMessage[], sent: HistorySent, h
 /** A stored `historySent` read back, checked; null for anything else (a payload written elsewhere). */
 export function asHistorySent(value: unknown): HistorySent | null {
   if (!value || typeof value !== 'object') return null;
-  const { session, throughSequence, count, chars, runs } = value as Record<string, unknown>;
-  if (![session, throughSequence, count, chars].every(Number.isSafeInteger) || !Array.isArray(runs)) return null;
+  const { session, throughSequence, count, digest, runs } = value as Record<string, unknown>;
+  if (![session, throughSequence, count].every(Number.isSafeInteger) || typeof digest !== 'string' || !Array.isArray(runs)) return null;
   const checked: [number, number, number][] = [];
   for (const run of runs) {
     if (!Array.isArray(run) || run.length !== 3 || !run.every((n) => Number.isSafeInteger(n) && (n as number) >= 0)) return null;
@@ -103,7 +104,7 @@ export function asHistorySent(value: unknown): HistorySent | null {
     if (to <= from || to > (count as number)) return null;
     checked.push([at, from, to]);
   }
-  return { session: session as number, throughSequence: throughSequence as number, count: count as number, chars: chars as number, runs: checked };
+  return { session: session as number, throughSequence: throughSequence as number, count: count as number, digest, runs: checked };
 }
 
 /** Whether the runs are in order and leave exactly `storedLength` messages around them. */
@@ -118,8 +119,13 @@ function runsFit(sent: HistorySent, storedLength: number): boolean {
   return stored <= storedLength;
 }
 
-function charsOf(messages: readonly ChatMessage[]): number {
-  let chars = 0;
-  for (const message of messages) chars += message.content?.length ?? 0;
-  return chars;
+/**
+ * The history's fingerprint: a session made again under a reused uid (an
+ * auto-increment counter reset after a restart) with as many messages is
+ * never taken for the one that was sent.
+ */
+function digestOf(messages: readonly ChatMessage[]): string {
+  const hash = crypto.createHash('sha256');
+  for (const message of messages) hash.update(`${message.role}\u0000${message.content ?? ''}\u0000`);
+  return hash.digest('base64');
 }
