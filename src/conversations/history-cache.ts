@@ -22,6 +22,7 @@
  */
 import type { ChatMessage } from '../providers/adapters/types';
 import type { HistoryRow, MessagesSummary } from './conversation.repository';
+import { PrefixMemo } from '../shared/prefix-memo';
 import { replayedMessage } from './conversation-rules';
 
 export interface HistorySource {
@@ -49,6 +50,15 @@ export class HistoryCache {
   private readonly sessions = new Map<number, Remembered>();
   /** Each row's message as sent (null: left out); forgotten with the row. */
   private readonly replayed = new WeakMap<HistoryRow, ChatMessage | null>();
+  private readonly replays = new PrefixMemo<HistoryRow, ChatMessage[]>({
+    empty: () => [],
+    copy: (messages) => messages.slice(),
+    add: (messages, row) => {
+      let message = this.replayed.get(row);
+      if (message === undefined) this.replayed.set(row, (message = replayedMessage(row)));
+      if (message) messages.push(message);
+    },
+  });
   private size = 0;
   /** How the reads went (tests and diagnostics): remembered and still valid, read whole. */
   readonly counts = { kept: 0, readWhole: 0 };
@@ -67,15 +77,13 @@ export class HistoryCache {
     return rows.slice(0, end);
   }
 
-  /** The rows as the model gets them again (`replayedMessage`; rows it leaves out are left out), each row's message made once. */
+  /**
+   * The rows as the model gets them again (`replayedMessage`; rows it leaves
+   * out are left out), each row's message made once; a list that extends one
+   * replayed before replays only the rows it adds (prefix-memo).
+   */
   replay(rows: readonly HistoryRow[]): ChatMessage[] {
-    const messages: ChatMessage[] = [];
-    for (const row of rows) {
-      let message = this.replayed.get(row);
-      if (message === undefined) this.replayed.set(row, (message = replayedMessage(row)));
-      if (message) messages.push(message);
-    }
-    return messages;
+    return this.replays.of(rows);
   }
 
   /** Forgets a session (deleted). */

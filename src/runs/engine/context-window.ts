@@ -18,6 +18,7 @@
 
 import type { ChatMessage, ToolDefinition } from '../../providers/adapters/types';
 import { phpJsonDecode, phpJsonEncode, phpValueOf } from '../../shared/php-json';
+import { PrefixMemo } from '../../shared/prefix-memo';
 import { rememberedArgumentBytes, rememberedByMessage, rememberedSchemaBytes } from './estimate-memo';
 import type { ContextBudgetReport } from './loop-step';
 
@@ -166,9 +167,7 @@ export function toolSchemaBytes(tools: readonly ToolDefinition[]): number {
  * A user message "Go" alone is 8 + 1 + 1 (`[]`) = 10.
  */
 export function estimateTokens(messages: readonly ChatMessage[], tools: readonly ToolDefinition[] = []): number {
-  const total = emptyParts();
-  for (const message of messages) addParts(total, partsOf(message));
-  return tokensOf(total, toolSchemaBytes(tools));
+  return tokensOf(totalsOf.of(messages), toolSchemaBytes(tools));
 }
 
 /** One message's share of an estimate: overhead tokens, prose and dense bytes (sums, divided only at the end). */
@@ -190,6 +189,24 @@ function addParts(total: EstimateParts, parts: Readonly<EstimateParts>, sign = 1
 
 /** `messageParts`, measured once per message object (estimate-memo). */
 const partsOf = rememberedByMessage(messageParts);
+
+/**
+ * The sums over a list of messages, a list that extends one summed before
+ * summing only what it adds (prefix-memo). Up to this many messages of the
+ * list may differ from the remembered one's: a run's system prompt, forced
+ * snippets and the user message carrying the skill block are made again on
+ * every assembly.
+ */
+const REMADE_MESSAGES = 8;
+const totalsOf = new PrefixMemo<ChatMessage, EstimateParts>(
+  {
+    empty: emptyParts,
+    copy: (total) => ({ ...total }),
+    add: (total, message) => addParts(total, partsOf(message)),
+    remove: (total, message) => addParts(total, partsOf(message), -1),
+  },
+  REMADE_MESSAGES,
+);
 
 function messageParts(message: ChatMessage): EstimateParts {
   const parts: EstimateParts = { overhead: MESSAGE_OVERHEAD_TOKENS, prose: 0, dense: 0 };

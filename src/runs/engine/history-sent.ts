@@ -20,6 +20,7 @@
  */
 import crypto from 'node:crypto';
 import type { ChatMessage } from '../../providers/adapters/types';
+import { PrefixMemo } from '../../shared/prefix-memo';
 
 export interface HistorySent {
   session: number;
@@ -51,8 +52,8 @@ export function historySentOf(messages: readonly ChatMessage[], history: readonl
   let next = 0;
   for (let i = 0; i < messages.length && next < history.length; i += 1) {
     const message = messages[i]!;
-    if (message.role === 'system' || message.role === 'tool') continue;
-    const from = history[next] === message ? next : history.indexOf(message, next);
+    // By identity first: a history message is not touched (prefix-memo says why that matters).
+    const from = history[next] === message ? next : message.role === 'system' || message.role === 'tool' ? -1 : history.indexOf(message, next);
     if (from < 0) continue;
     next = from + 1;
     const last = runs[runs.length - 1];
@@ -125,7 +126,14 @@ function runsFit(sent: HistorySent, storedLength: number): boolean {
  * never taken for the one that was sent.
  */
 function digestOf(messages: readonly ChatMessage[]): string {
-  const hash = crypto.createHash('sha256');
-  for (const message of messages) hash.update(`${message.role}\u0000${message.content ?? ''}\u0000`);
-  return hash.digest('base64');
+  return digests.of(messages).digest('base64');
 }
+
+/** The hash over a history, one that extends a history hashed before going on from its state (prefix-memo). */
+const digests = new PrefixMemo<ChatMessage, crypto.Hash>({
+  empty: () => crypto.createHash('sha256'),
+  copy: (hash) => hash.copy(),
+  add: (hash, message) => {
+    hash.update(`${message.role}\u0000${message.content ?? ''}\u0000`);
+  },
+});
