@@ -139,10 +139,24 @@ export class ConversationRepository {
     return rows.map((row) => ({ uid: Number(row.uid), sequence: Number(row.sequence), role: row.role ?? '', content: row.content === null ? '' : String(row.content) }));
   }
 
-  /** How many messages a session has up to and including `throughSequence`, and the sum of their uids (read from the unique key alone). */
-  async messagesSummary(sessionUid: number, throughSequence: number): Promise<MessagesSummary> {
-    const rows = (await this.dataSource.query(this.sql.messagesSummary, [sessionUid, throughSequence])) as { n: number | string; uid_sum: number | string | null }[];
-    return { count: Number(rows[0]?.n ?? 0), uidSum: Number(rows[0]?.uid_sum ?? 0) };
+  /**
+   * In one statement (one snapshot, one round trip): how many messages a
+   * session has up to and including `sequence` and the sum of their uids
+   * (read from the unique key alone), and the messages after it.
+   */
+  async messagesSince(sessionUid: number, sequence: number): Promise<{ through: MessagesSummary; after: HistoryRow[] }> {
+    const rows = (await this.dataSource.query(this.sql.messagesSince, [sessionUid, sequence, sessionUid, sequence])) as { part: number | string; uid: number | string | null; sequence: number | string | null; role: string | null; content: string | Buffer | null }[];
+    const through: MessagesSummary = { count: 0, uidSum: 0 };
+    const after: HistoryRow[] = [];
+    for (const row of rows) {
+      if (Number(row.part) === 1) {
+        through.count = Number(row.uid ?? 0);
+        through.uidSum = Number(row.sequence ?? 0);
+      } else {
+        after.push({ uid: Number(row.uid), sequence: Number(row.sequence), role: row.role ?? '', content: row.content === null ? '' : String(row.content) });
+      }
+    }
+    return { through, after };
   }
 
   /** A page of a session's messages after `afterSequence` (-1: from the start), in sequence order. */
@@ -331,7 +345,10 @@ function turnStatements(q: (name: string) => string, dialect: Dialect) {
   const messageColumns = ['pid', 'session', 'sequence', 'role', 'content', 'model', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'dropped_turns', 'crdate'];
   return {
     messagesAfter: `SELECT ${q('uid')} AS ${q('uid')}, ${q('sequence')} AS ${q('sequence')}, ${q('role')} AS ${q('role')}, ${q('content')} AS ${q('content')} FROM ${messages} WHERE ${q('session')} = ? AND ${q('sequence')} > ? ORDER BY ${q('sequence')}`,
-    messagesSummary: `SELECT COUNT(*) AS ${q('n')}, SUM(${q('uid')}) AS ${q('uid_sum')} FROM ${messages} WHERE ${q('session')} = ? AND ${q('sequence')} <= ?`,
+    // The summary row (part 1) carries the count in `uid` and the uids' sum in `sequence`.
+    messagesSince:
+      `SELECT 0 AS ${q('part')}, ${q('uid')} AS ${q('uid')}, ${q('sequence')} AS ${q('sequence')}, ${q('role')} AS ${q('role')}, ${q('content')} AS ${q('content')} FROM ${messages} WHERE ${q('session')} = ? AND ${q('sequence')} > ? ` +
+      `UNION ALL SELECT 1, COUNT(*), SUM(${q('uid')}), NULL, NULL FROM ${messages} WHERE ${q('session')} = ? AND ${q('sequence')} <= ? ORDER BY ${q('part')}, ${q('sequence')}`,
     nextSequence: `SELECT ${q('sequence')} AS ${q('sequence')} FROM ${messages} WHERE ${q('session')} = ? ORDER BY ${q('sequence')} DESC LIMIT 1${dialect === 'sqlite' ? '' : ' FOR UPDATE'}`,
     insertMessage: `INSERT INTO ${messages} (${messageColumns.map(q).join(', ')}) VALUES (${messageColumns.map(() => '?').join(', ')})`,
     insertOwner: `INSERT INTO ${owner} (${q('session_uid')}, ${q('owner_token')}, ${q('active_run')}, ${q('active_run_uid')}) VALUES (?, ?, ?, ?)`,

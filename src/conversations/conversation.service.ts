@@ -21,10 +21,11 @@ import { unixNow } from '../shared/time';
 import type { AiSessionMessageEntity } from './ai-session-message.entity';
 import { streamTurn, type ChatTurn } from './chat-stream';
 import { HistoryCache } from './history-cache';
-import { early, SessionGuesses } from './turn-prefetch';
+import { early, SessionGuesses, type SessionKey } from './turn-prefetch';
 import type { UIMessageChunk } from './ui-message-stream';
 import type { AiSessionEntity } from './ai-session.entity';
-import { CONVERSATION_KEY_KINDS, CONVERSATION_LIST, type ConversationListFilter, type ConversationRepository, type StoredConversation } from './conversation.repository';
+import { CONVERSATION_KEY_KINDS, CONVERSATION_LIST, type ConversationListFilter, type ConversationRepository, type HistoryRow, type StoredConversation } from './conversation.repository';
+import type { ConversationOwnerEntity } from './conversation-owner.entity';
 import {
   checkMessageContent,
   checkTitle,
@@ -177,44 +178,85 @@ export class ConversationService {
    * the run stored. The run's END stores the reply (`storeReply`). Every
    * refusal writes nothing.
    */
-  async send(caller: Caller, input: { conversationId: string; content: string } & TurnOptions, origin: { trace?: unknown } = {}): Promise<SentMessage> {
+  async send(caller: Caller, input: TurnInput, origin: { trace?: unknown } = {}): Promise<SentMessage> {
     const contentCheck = checkMessageContent(input.content ?? '');
     if (!contentCheck.ok) throw new BadUserInputError(contentCheck.message, 'content');
-    // The configuration and the history started with the session read, from this instance's last turn of it (turn-prefetch).
     const guess = this.guesses.guess(input.conversationId);
-    const started = guess ? { key: guess, configuration: early(this.turnConfiguration(guess.configurationIdentifier)), history: early(this.historyCache.read(guess.uid)) } : null;
+    if (guess) {
+      const sent = await this.sendOnGuess(caller, input, origin, guess);
+      if (sent) return sent;
+    }
     const stored = await this.get(caller, input.conversationId);
     if (!stored) throw conversationNotFound(input.conversationId);
     const { session, owner } = stored;
-    const sameConfiguration = started !== null && started.key.configurationIdentifier === session.configurationIdentifier;
-    const sameSession = started !== null && started.key.uid === session.uid;
     // The reads at once; their refusals in nr_llm's order (busy, then the configuration).
-    const [idle, usable, read] = await Promise.all([
-      early(this.idleOrThrow(owner?.activeRun ?? '')),
-      sameConfiguration ? started.configuration : early(this.turnConfiguration(session.configurationIdentifier)),
-      sameSession ? started.history : early(this.historyCache.read(session.uid)),
-    ]);
+    const [idle, usable, read] = await Promise.all([early(this.idleOrThrow(owner?.activeRun ?? '')), early(this.turnConfiguration(session.configurationIdentifier)), early(this.historyCache.read(session.uid))]);
     const expectedRun = settled(idle);
     const configuration = settled(usable);
-    const history = settled(read);
-    const throughSequence = history.length > 0 ? history[history.length - 1]!.sequence : -1;
+    return this.take(caller, input, origin, configuration, Promise.resolve({ session, owner, expectedRun, history: settled(read) }));
+  }
 
+  /**
+   * A turn of a session this instance served before (turn-prefetch): its
+   * configuration, session and history are read at once, and the run is
+   * prepared while the session and the history are still being read and
+   * checked. Null when the guess no longer holds or the configuration is
+   * refused: nothing was written, and `send` goes the way without a guess
+   * (which gives the refusals in their order).
+   */
+  private async sendOnGuess(caller: Caller, input: TurnInput, origin: { trace?: unknown }, guess: SessionKey): Promise<SentMessage | null> {
+    // The configuration first, as a run reads it; the session and the history then go alongside the run's other reads.
+    const configuration = await early(this.turnConfiguration(guess.configurationIdentifier));
+    if (configuration.status === 'rejected') return null;
+    const read = early(this.historyCache.read(guess.uid));
+    const facts = (async (): Promise<TurnFacts> => {
+      const stored = await this.get(caller, input.conversationId);
+      if (!stored) throw conversationNotFound(input.conversationId);
+      const { session, owner } = stored;
+      if (session.uid !== guess.uid || session.configurationIdentifier !== guess.configurationIdentifier) throw new GuessMissed();
+      const expectedRun = await this.idleOrThrow(owner?.activeRun ?? '');
+      return { session, owner, expectedRun, history: settled(await read) };
+    })();
+    try {
+      return await this.take(caller, input, origin, configuration.value, facts);
+    } catch (error) {
+      if (error instanceof GuessMissed) return null;
+      throw error;
+    }
+  }
+
+  /**
+   * Runs the turn: the run is prepared (on `facts` still being read, when
+   * they are), and stored in one transaction with the conversation taken and
+   * the user message written. A refusal of `facts` comes before the run's
+   * own; either writes nothing.
+   */
+  private async take(caller: Caller, input: TurnInput, origin: { trace?: unknown }, configuration: ConfigurationEntity, facts: Promise<TurnFacts>): Promise<SentMessage> {
     const { conversationId: _id, content, ...options } = input;
+    const known: { facts?: TurnFacts } = {};
+    const turn = facts.then((checked) => {
+      known.facts = checked;
+      return { history: this.historyCache.replay(checked.history), conversation: { session: checked.session.uid, throughSequence: lastSequenceOf(checked.history) } };
+    });
+    // A refusal is thrown below through `facts`, also when `start` refused the request before it waited for the turn.
+    turn.catch(() => undefined);
     const request: StartRunRequest = {
       ...options,
       configuration: configuration.identifier,
       prompt: content,
       // A conversation is plain chat unless the turn names tools (as nr_llm's).
       tools: options.tools ?? [],
-      history: this.historyCache.replay(history),
-      conversation: { session: session.uid, throughSequence },
       sendOverBudget: true,
     };
     let userMessage: AiSessionMessageEntity | null = null;
-    const run = await this.runs()
-      .start(request, caller, origin, {
+    let run: RunView;
+    try {
+      run = await this.runs().start(request, caller, origin, {
         configuration,
+        turn,
         onCreated: async (manager, created, firstFit) => {
+          const { session, owner, expectedRun, history } = known.facts!;
+          const throughSequence = lastSequenceOf(history);
           // Another turn took the conversation between the check and now: nothing is stored.
           // Taken, and touched for the slot after the history read; a writer that took that slot since moves the message on.
           if (!(await this.repository.claimTurn(manager, session.uid, expectedRun, created, owner !== null, throughSequence + 1))) throw new TurnTaken();
@@ -223,12 +265,16 @@ export class ConversationService {
           if (sequence !== throughSequence + 1) await this.repository.touch(manager, session.uid, sequence + 1);
           userMessage = Object.assign({} as AiSessionMessageEntity, { uid: 0, pid: 0, session: session.uid, sequence, crdate: unixNow(), ...message });
         },
-      })
-      .catch(async (error: unknown) => {
-        // Read outside the rolled-back transaction: its connection is not held while another is asked for.
-        if (error instanceof TurnTaken) throw busy((await this.repository.findByUuid(session.uuid))?.owner?.activeRun ?? '');
-        throw error;
       });
+    } catch (error) {
+      // The turn's own refusal (not found, busy, a guess that no longer holds) before the run's.
+      const checked = await early(facts);
+      if (checked.status === 'rejected') throw checked.reason;
+      // Read outside the rolled-back transaction: its connection is not held while another is asked for.
+      if (error instanceof TurnTaken) throw busy((await this.repository.findByUuid(checked.value.session.uuid))?.owner?.activeRun ?? '');
+      throw error;
+    }
+    const { session, owner } = known.facts!;
     const now = unixNow();
     const sent = userMessage as AiSessionMessageEntity | null;
     if (!sent) throw new Error('the turn stored no user message');
@@ -355,6 +401,25 @@ function settled<T>(result: PromiseSettledResult<T>): T {
 
 /** A turn found the conversation taken by another inside its transaction (which then stores nothing). */
 class TurnTaken extends Error {}
+
+/** The session read now is not the one a turn's early reads started from (turn-prefetch): nothing was written. */
+class GuessMissed extends Error {}
+
+/** What a turn has read and checked of its conversation before it is stored. */
+interface TurnFacts {
+  session: AiSessionEntity;
+  owner: ConversationOwnerEntity | null;
+  /** The run the conversation names now ('' idle; an ended run's to replace). */
+  expectedRun: string;
+  history: readonly HistoryRow[];
+}
+
+type TurnInput = { conversationId: string; content: string } & TurnOptions;
+
+/** The sequence a history ends at (-1: none). */
+function lastSequenceOf(history: readonly HistoryRow[]): number {
+  return history.length > 0 ? history[history.length - 1]!.sequence : -1;
+}
 
 function actorOf(caller: Caller): ConversationActor {
   return { role: caller.role, tokenUid: caller.tokenUid, beUser: caller.beUser };

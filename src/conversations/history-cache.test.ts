@@ -5,17 +5,18 @@ import { HistoryCache, type HistorySource } from './history-cache';
 function table() {
   const rows = new Map<number, HistoryRow[]>();
   let nextUid = 1;
-  const reads = { whole: 0, after: 0, summary: 0 };
+  const reads = { whole: 0, after: 0, since: 0 };
   const source: HistorySource = {
     async messagesAfter(session, after) {
       if (after < 0) reads.whole += 1;
       else reads.after += 1;
       return (rows.get(session) ?? []).filter((row) => row.sequence > after).map((row) => ({ ...row }));
     },
-    async messagesSummary(session, through) {
-      reads.summary += 1;
-      const prefix = (rows.get(session) ?? []).filter((row) => row.sequence <= through);
-      return { count: prefix.length, uidSum: prefix.reduce((sum, row) => sum + row.uid, 0) };
+    async messagesSince(session, sequence) {
+      reads.since += 1;
+      const list = rows.get(session) ?? [];
+      const prefix = list.filter((row) => row.sequence <= sequence);
+      return { through: { count: prefix.length, uidSum: prefix.reduce((sum, row) => sum + row.uid, 0) }, after: list.filter((row) => row.sequence > sequence).map((row) => ({ ...row })) };
     },
   };
   const append = (session: number, content: string) => {
@@ -37,7 +38,7 @@ describe('HistoryCache', () => {
     expect(texts(await cache.read(1))).toEqual(['0:a', '1:b']);
     t.append(1, 'c');
     expect(texts(await cache.read(1))).toEqual(['0:a', '1:b', '2:c']);
-    expect(t.reads).toEqual({ whole: 1, after: 1, summary: 1 });
+    expect(t.reads).toEqual({ whole: 1, after: 0, since: 1 });
     expect(texts(await cache.read(1, 1))).toEqual(['0:a', '1:b']);
     expect(texts(await cache.read(1, -1))).toEqual([]);
     expect(cache.counts).toEqual({ kept: 3, readWhole: 1 });

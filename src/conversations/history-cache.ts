@@ -28,8 +28,8 @@ import { replayedMessage } from './conversation-rules';
 export interface HistorySource {
   /** The session's messages after `afterSequence` (-1: all), in sequence order. */
   messagesAfter(sessionUid: number, afterSequence: number): Promise<HistoryRow[]>;
-  /** How many messages the session has up to `throughSequence`, and their uids' sum. */
-  messagesSummary(sessionUid: number, throughSequence: number): Promise<MessagesSummary>;
+  /** At once: how many messages the session has up to and including `sequence` and their uids' sum, and the messages after it. */
+  messagesSince(sessionUid: number, sequence: number): Promise<{ through: MessagesSummary; after: HistoryRow[] }>;
 }
 
 export interface HistoryCacheLimits {
@@ -98,7 +98,7 @@ export class HistoryCache {
     const remembered = this.sessions.get(sessionUid);
     if (remembered && remembered.rows.length > 0) {
       const last = remembered.rows[remembered.rows.length - 1]!.sequence;
-      const [summary, newer] = await Promise.all([this.source.messagesSummary(sessionUid, last), this.source.messagesAfter(sessionUid, last)]);
+      const { through: summary, after: newer } = await this.source.messagesSince(sessionUid, last);
       if (summary.count === remembered.rows.length && summary.uidSum === remembered.uidSum) {
         this.counts.kept += 1;
         const rows = newer.length === 0 ? remembered.rows : remembered.rows.concat(newer);

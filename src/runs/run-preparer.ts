@@ -305,7 +305,7 @@ export class RunPreparer {
         forcedSnippets: forcedSnippets.map((s) => ({ identifier: s.identifier, name: s.name, snippet: s.snippet })),
         configurationSkills: release ? release.skills.map((skill) => skill.skill) : (skillMap!.get(configuration.uid) ?? []).map(skillInputOf),
         forcedSkills: forcedSkills.map(skillInputOf),
-        ...(history.length > 0 ? { history, ...(request.conversation ? { historyAt: { session: request.conversation.session, throughSequence: request.conversation.throughSequence } } : {}) } : {}),
+        ...historyInput(history, request.conversation ?? null),
         prompt: request.prompt,
         ...(request.sendOverBudget === true ? { sendOverBudget: true } : {}),
         tools: { registry: tools, allowList: request.tools ?? undefined },
@@ -393,4 +393,10 @@ function failingAdapter(error: unknown): ChatAdapter {
       throw error;
     },
   };
+}
+
+/** What a run's loop takes of a conversation turn's history: the messages, and where they are stored (none without messages). */
+export function historyInput(history: ChatMessage[], conversation: HistoryReference | null): Pick<AgentLoopInput, 'history' | 'historyAt'> {
+  if (history.length === 0) return {};
+  return conversation ? { history, historyAt: { session: conversation.session, throughSequence: conversation.throughSequence } } : { history };
 }

@@ -26,7 +26,7 @@ import type { SnippetService } from '../snippets/snippet.service';
 import { firstCallFit } from './engine/first-fit';
 import { RunApprovals } from './run-approvals';
 import { RunDriver } from './run-driver';
-import { RunPreparer, type HistorySource, type StartRunRequest, type StoredRunRequest } from './run-preparer';
+import { historyInput, RunPreparer, type HistoryReference, type HistorySource, type StartRunRequest, type StoredRunRequest } from './run-preparer';
 import { RunReader, type RunView } from './run-reader';
 import { RunStore, type RunEndedHook, type RunProvenance } from './run-store';
 import { RunSupervisor } from './run-supervisor';
@@ -51,6 +51,13 @@ export interface RunStartExtras {
   onCreated?: (manager: EntityManager, run: { uid: number; uuid: string }, firstFit: { droppedTurns: number; measured: boolean }) => Promise<void>;
   /** The configuration `input.configuration` names, as the caller has just read it: not read a second time. */
   configuration?: ConfigurationEntity;
+  /**
+   * A conversation turn's history and where it is stored, still being read
+   * (with the turn's checks): the run's own reads go on meanwhile, and the
+   * run is stored once it has both. A rejection stores nothing and is what
+   * `start` throws (unless the run's own preparation failed first).
+   */
+  turn?: Promise<{ history: ChatMessage[]; conversation: HistoryReference }>;
 }
 
 /** What a run would send first (`RunService.preview`). */
@@ -161,11 +168,12 @@ export class RunService {
     const request: StartRunRequest = { ...input, releaseId: null };
     this.preparer.checkRequest(request, caller);
     const booking = { beUser: caller.beUser, source: caller.source, taskUid: origin.taskUid ?? input.task?.uid ?? 0 };
-    const prepared = await this.preparer.prepare(request, true, booking, extra.configuration ?? null);
+    const [prepared, turn] = await Promise.all([this.preparer.prepare(request, true, booking, extra.configuration ?? null), extra.turn ?? null]);
+    if (turn) prepared.loopInput = { ...prepared.loopInput, ...historyInput(turn.history, turn.conversation) };
     const release = prepared.release;
     const task = request.task ?? null;
     const stored: StoredRunRequest = {
-      request: { ...normalisedRequest(request), ...(release ? { label: release.label, releaseId: release.id } : {}) },
+      request: { ...normalisedRequest(turn ? { ...request, conversation: turn.conversation } : request), ...(release ? { label: release.label, releaseId: release.id } : {}) },
       startedBy: caller.name,
       ...booking,
     };

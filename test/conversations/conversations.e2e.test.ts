@@ -323,6 +323,38 @@ describe.each(testDialects)('conversations (%s)', (dialect) => {
     expect(setup.provider.requests).toHaveLength(0);
   });
 
+  test('after a turn (the run is prepared while the session is still read): the refusals keep their order and write nothing', async () => {
+    const setup = await runs.setup();
+    const conversation = await chats.start({ configuration: setup.configuration });
+    setup.provider.script({ text: 'reply 1' });
+    await chats.turn(conversation.id, 'one');
+    const stored = async () => (await chats.messages(conversation.id)).map((m) => m.content);
+    const calls = setup.provider.requests.length;
+    // Another token, with options the run refuses at once: the conversation is not found (nothing said of the options).
+    const other = await tokenAs('EDITOR');
+    for (const options of [{ temperature: 5 }, { tools: ['no_such_tool'] }]) {
+      const foreign = await ts.gql(SEND, { input: { conversationId: conversation.id, content: 'x', ...options } }, other);
+      expect(foreign.errors?.[0]).toMatchObject({ message: `Unknown conversation "${conversation.id}".`, extensions: { code: 'NOT_FOUND' } });
+    }
+    // The owner naming it: the run's own refusal.
+    const tool = await ts.gql(SEND, { input: { conversationId: conversation.id, content: 'x', tools: ['no_such_tool'] } });
+    expect(tool.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    expect(tool.errors?.[0]?.message).toMatch(/no_such_tool/);
+    // Busy, and the configuration deactivated meanwhile: busy comes first (nr_llm's order), then the configuration.
+    const held = gate();
+    setup.provider.script({ text: 'slow', gate: held.promise });
+    const running = await chats.send(conversation.id, 'two');
+    await ts.ok(`mutation($uid: Int!) { updateConfiguration(uid: $uid, input: { isActive: false }) { uid } }`, { uid: setup.configurationUid });
+    const busy = await ts.gql(SEND, { input: { conversationId: conversation.id, content: 'three' } });
+    expect(busy.errors?.[0]?.extensions).toMatchObject({ code: 'CONFLICT', runId: running.run.id });
+    held.open();
+    await runs.waitForRun(running.run.id);
+    const disabled = await ts.gql(SEND, { input: { conversationId: conversation.id, content: 'four' } });
+    expect(disabled.errors?.[0]?.message).toMatch(new RegExp(`^The configuration "${setup.configuration}" this session was opened with is no longer usable: `));
+    expect(await stored()).toEqual(['one', 'reply 1', 'two', 'slow']);
+    expect(setup.provider.requests).toHaveLength(calls + 1);
+  });
+
   test('a conversation belongs to its token or backend user: others get NOT_FOUND, ADMIN sees all; lists page without repeats', async () => {
     const setup = await runs.setup();
     const tokenA = await tokenAs('EDITOR');
