@@ -182,7 +182,9 @@ export class RunService {
       : { releaseId: null, label: null, snippets: await this.releases.composedVersions(prepared.composedSnippets), task };
     const leaseAt = Date.now();
     const onCreated = extra.onCreated;
-    const firstFit = onCreated ? firstCallFit(prepared.loopInput) : null;
+    const first = onCreated ? firstCallFit(prepared.loopInput) : null;
+    if (first) prepared.loopInput = { ...prepared.loopInput, assembled: first.assembled };
+    const firstFit = first?.fit ?? null;
     const row = await this.store.createRun(
       { uuid: extra.runId ?? crypto.randomUUID(), configurationUid: prepared.configuration.uid, configurationIdentifier: prepared.configuration.identifier, beUser: caller.beUser },
       this.driver.instanceId,

@@ -157,7 +157,7 @@ class AgentLoopRun {
     }
 
     if (this.progress.transcript === null) {
-      const assembled = assembleRunMessages(this.input);
+      const assembled = this.input.assembled ?? assembleRunMessages(this.input);
       for (const warning of assemblyWarnings(assembled)) this.hooks.logger.warn(warning.fields, warning.message);
       if (this.input.dryRun === true) {
         await this.record({ kind: 'assembled', round: 0, durationMs: 0, messagesSent: snapshot(assembled.messages) });

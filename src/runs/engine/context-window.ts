@@ -175,16 +175,19 @@ interface EstimateParts {
   overhead: number;
   prose: number;
   dense: number;
+  /** Tool messages (no part of the estimate: a list without any needs no pairing check). */
+  toolMessages: number;
 }
 
 function emptyParts(): EstimateParts {
-  return { overhead: 0, prose: 0, dense: 0 };
+  return { overhead: 0, prose: 0, dense: 0, toolMessages: 0 };
 }
 
 function addParts(total: EstimateParts, parts: Readonly<EstimateParts>, sign = 1): void {
   total.overhead += sign * parts.overhead;
   total.prose += sign * parts.prose;
   total.dense += sign * parts.dense;
+  total.toolMessages += sign * parts.toolMessages;
 }
 
 /** `messageParts`, measured once per message object (estimate-memo). */
@@ -209,7 +212,7 @@ const totalsOf = new PrefixMemo<ChatMessage, EstimateParts>(
 );
 
 function messageParts(message: ChatMessage): EstimateParts {
-  const parts: EstimateParts = { overhead: MESSAGE_OVERHEAD_TOKENS, prose: 0, dense: 0 };
+  const parts: EstimateParts = { overhead: MESSAGE_OVERHEAD_TOKENS, prose: 0, dense: 0, toolMessages: 0 };
   switch (message.role) {
     case 'system':
     case 'user':
@@ -225,6 +228,7 @@ function messageParts(message: ChatMessage): EstimateParts {
       }
       break;
     case 'tool':
+      parts.toolMessages = 1;
       parts.dense += utf8Bytes(message.content);
       parts.dense += utf8Bytes(message.tool_call_id);
       break;
@@ -384,7 +388,8 @@ export function fitContext(
   }
 
   let candidate: ChatMessage[] = [...messages];
-  let estimate = measure(candidate);
+  const totals = totalsOf.of(candidate);
+  let estimate = calibratedEstimate(tokensOf(totals, toolSchemaBytes(tools)), factor);
   let droppedTurns = 0;
   if (estimate > budget.budget) {
     // Each message is measured once; dropping a turn subtracts its share, so
@@ -408,7 +413,8 @@ export function fitContext(
     if (droppedTurns > 0) candidate = [...head, ...turns.slice(droppedTurns).flat()];
   }
 
-  if (!toolMessagesArePaired(candidate)) {
+  // Without tool messages there is nothing to pair (the walk over a long conversation is left out).
+  if (totals.toolMessages > 0 && !toolMessagesArePaired(candidate)) {
     return asIs('unpaired_tool_message');
   }
   return {

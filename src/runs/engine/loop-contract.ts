@@ -6,7 +6,7 @@
  */
 import type { CallOptions, ChatAdapter } from '../../providers/adapters/types';
 import type { ModelPrices } from '../../providers/cost';
-import type { AssemblyInput } from '../../prompt/run-messages';
+import type { AssembledRun, AssemblyInput } from '../../prompt/run-messages';
 import type { ToolRegistry } from '../tools/tool-registry';
 import type { CallLedger } from './call-ledger';
 import type { HistoryAt } from './history-sent';
@@ -83,6 +83,8 @@ export interface AgentLoopInput extends AssemblyInput {
   budget?: Partial<RunBudget>;
   /** A conversation turn: where `history` is stored, so its REQUEST steps name it instead of copying it (history-sent). */
   historyAt?: HistoryAt;
+  /** The assembly of these messages when the run's starter already made it (first-fit): the loop sends it as it is. */
+  assembled?: AssembledRun;
   /**
    * Seconds a run waits for a person's decision before its pending calls are
    * refused as not approved; null or absent: it waits until someone decides.
