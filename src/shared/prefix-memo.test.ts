@@ -56,6 +56,19 @@ describe('PrefixMemo', () => {
     expect(memo.counts.extended).toBe(1);
   });
 
+  it('keeps one remembered fold per growing list: the one it extended is let go, both of its entries', () => {
+    const memo = new PrefixMemo(sequence);
+    const first = items(10);
+    memo.of(first);
+    memo.of([...first, { v: 100 }, { v: 101 }]);
+    expect(memo.counts).toEqual({ extended: 1, folded: 1 });
+    // The first fold's entries (at its end and before its last item) are gone: these are folded anew.
+    expect(memo.of(first.slice(0, 9))).toEqual(plain(sequence, first.slice(0, 9)));
+    expect(memo.counts).toEqual({ extended: 1, folded: 2 });
+    expect(memo.of(first)).toEqual(plain(sequence, first));
+    expect(memo.counts).toEqual({ extended: 2, folded: 2 });
+  });
+
   it('corrects up to its limit of positions holding other objects, and folds from the start beyond it', () => {
     const memo = new PrefixMemo(sum, 2);
     const base = items(100);

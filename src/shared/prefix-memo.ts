@@ -23,10 +23,10 @@
  * Anything else is folded from the start: a result never depends on what was
  * remembered, only its cost does.
  *
- * What is kept: per list, its state and the state before its last item,
- * keyed by those items (weakly: a list's entries go with its objects). A fold
- * that extends a remembered one takes its entry over, so a conversation keeps
- * one entry per memo rather than one per turn.
+ * What is kept: per list folded, a copy of it, its state and the state
+ * before its last item, under those two items (weakly: it goes with its
+ * objects). A fold that extends a remembered one takes its place, so a
+ * growing conversation keeps one per memo, not one per turn.
  */
 
 /** What a memo folds: states are changed in place by `add`; `copy` makes one that later adds leave alone. */
@@ -41,15 +41,16 @@ export interface Fold<T, S> {
 /** How far from a list's end its remembered prefix is looked for (a turn adds its user message, the answer and the next prompt). */
 export const PROBES = 8;
 
-interface Entry<T, S> {
+/** One remembered fold: the list as it was folded, its state, and the state before its last item. */
+interface Remembered<T, S> {
   list: readonly T[];
-  /** The state after list[0..length). */
-  length: number;
-  state: S;
+  atEnd: S;
+  beforeEnd: S | null;
 }
 
 export class PrefixMemo<T extends object, S> {
-  private readonly byEnd = new WeakMap<T, Entry<T, S>>();
+  /** Each remembered fold under its last two items. */
+  private readonly byEnd = new WeakMap<T, Remembered<T, S>>();
   /** How the folds went (tests): extended a remembered fold, folded from the start. */
   readonly counts = { extended: 0, folded: 0 };
 
@@ -68,18 +69,22 @@ export class PrefixMemo<T extends object, S> {
     let state: S | null = null;
     let from = 0;
     for (let end = n; end >= Math.max(1, n - PROBES) && state === null; end -= 1) {
-      const entry = this.byEnd.get(list[end - 1]!);
-      if (!entry || entry.length !== end) continue;
-      const differing = this.differing(entry.list, list, end);
+      const remembered = this.byEnd.get(list[end - 1]!);
+      if (!remembered) continue;
+      const length = remembered.list.length;
+      const known = end === length ? remembered.atEnd : end === length - 1 ? remembered.beforeEnd : null;
+      if (known === null) continue;
+      const differing = this.differing(remembered.list, list, end);
       if (differing === null) continue;
-      state = this.fold.copy(entry.state);
+      state = this.fold.copy(known);
       for (const i of differing) {
-        this.fold.remove!(state, entry.list[i]!);
+        this.fold.remove!(state, remembered.list[i]!);
         this.fold.add(state, list[i]!);
       }
       from = end;
-      // Taken over: the entries made below replace it (one entry per growing list, not one per fold).
-      if (end < n - 1) this.byEnd.delete(list[end - 1]!);
+      // Taken over: the fold made below replaces it (one remembered fold per growing list, not one per turn).
+      this.byEnd.delete(remembered.list[length - 1]!);
+      if (length >= 2) this.byEnd.delete(remembered.list[length - 2]!);
     }
     if (state === null) {
       state = this.fold.empty();
@@ -87,14 +92,13 @@ export class PrefixMemo<T extends object, S> {
     } else {
       this.counts.extended += 1;
     }
-    // A copy of the list is kept: the caller may change its array later (a copy of references, no item touched).
-    const kept = list.slice();
     for (let i = from; i < n - 1; i += 1) this.fold.add(state, list[i]!);
-    if (from < n) {
-      if (n >= 2) this.byEnd.set(list[n - 2]!, { list: kept, length: n - 1, state: this.fold.copy(state) });
-      this.fold.add(state, list[n - 1]!);
-    }
-    this.byEnd.set(list[n - 1]!, { list: kept, length: n, state: this.fold.copy(state) });
+    const beforeEnd = from < n && n >= 2 ? this.fold.copy(state) : null;
+    if (from < n) this.fold.add(state, list[n - 1]!);
+    // A copy of the list is kept: the caller may change its array later (a copy of references, no item touched).
+    const remembered: Remembered<T, S> = { list: list.slice(), atEnd: this.fold.copy(state), beforeEnd };
+    this.byEnd.set(list[n - 1]!, remembered);
+    if (n >= 2) this.byEnd.set(list[n - 2]!, remembered);
     return state;
   }
 
