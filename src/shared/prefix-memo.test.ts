@@ -69,6 +69,19 @@ describe('PrefixMemo', () => {
     expect(memo.counts).toEqual({ extended: 2, folded: 2 });
   });
 
+  it('a list folded again as it is keeps the state before its last item: a turn’s second fit does not hide it from the next turn', () => {
+    const memo = new PrefixMemo(sum, 4);
+    const history = items(50);
+    const turn = [{ v: -1 }, ...history, { v: 7 }];
+    memo.of(turn);
+    // The loop measures the same list again, with its system message made anew.
+    const again = [{ v: -5 }, ...turn.slice(1)];
+    expect(memo.of(again)).toEqual(plain(sum, again));
+    const next = [{ v: -2 }, ...history, { v: 7 }, { v: 8 }, { v: 9 }];
+    expect(memo.of(next)).toEqual(plain(sum, next));
+    expect(memo.counts).toEqual({ extended: 2, folded: 1 });
+  });
+
   it('corrects up to its limit of positions holding other objects, and folds from the start beyond it', () => {
     const memo = new PrefixMemo(sum, 2);
     const base = items(100);

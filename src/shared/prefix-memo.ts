@@ -68,6 +68,8 @@ export class PrefixMemo<T extends object, S> {
     if (n === 0) return this.fold.empty();
     let state: S | null = null;
     let from = 0;
+    /** The state before the last item, when the remembered fold had this very list (an exact hit keeps it). */
+    let knownBeforeEnd: S | null = null;
     for (let end = n; end >= Math.max(1, n - PROBES) && state === null; end -= 1) {
       const remembered = this.byEnd.get(list[end - 1]!);
       if (!remembered) continue;
@@ -77,9 +79,10 @@ export class PrefixMemo<T extends object, S> {
       const differing = this.differing(remembered.list, list, end);
       if (differing === null) continue;
       state = this.fold.copy(known);
-      for (const i of differing) {
-        this.fold.remove!(state, remembered.list[i]!);
-        this.fold.add(state, list[i]!);
+      this.correct(state, remembered.list, list, differing, end);
+      if (end === n && end === length && remembered.beforeEnd !== null) {
+        knownBeforeEnd = this.fold.copy(remembered.beforeEnd);
+        this.correct(knownBeforeEnd, remembered.list, list, differing, n - 1);
       }
       from = end;
       // Taken over: the fold made below replaces it (one remembered fold per growing list, not one per turn).
@@ -93,13 +96,22 @@ export class PrefixMemo<T extends object, S> {
       this.counts.extended += 1;
     }
     for (let i = from; i < n - 1; i += 1) this.fold.add(state, list[i]!);
-    const beforeEnd = from < n && n >= 2 ? this.fold.copy(state) : null;
+    const beforeEnd = from < n ? (n >= 2 ? this.fold.copy(state) : null) : knownBeforeEnd;
     if (from < n) this.fold.add(state, list[n - 1]!);
     // A copy of the list is kept: the caller may change its array later (a copy of references, no item touched).
     const remembered: Remembered<T, S> = { list: list.slice(), atEnd: this.fold.copy(state), beforeEnd };
     this.byEnd.set(list[n - 1]!, remembered);
     if (n >= 2) this.byEnd.set(list[n - 2]!, remembered);
     return state;
+  }
+
+  /** Takes the remembered list's items out of `state` and this list's in, at the differing positions below `end`. */
+  private correct(state: S, remembered: readonly T[], list: readonly T[], differing: readonly number[], end: number): void {
+    for (const i of differing) {
+      if (i >= end) break;
+      this.fold.remove!(state, remembered[i]!);
+      this.fold.add(state, list[i]!);
+    }
   }
 
   /** The positions below `end` where the lists hold other objects; null when more than the memo corrects. */
