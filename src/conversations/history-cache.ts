@@ -5,8 +5,8 @@
  *
  * A remembered history is used only while it still is what is stored: each
  * read asks the database how many messages the session has up to the last
- * remembered sequence and the sum of their uids (one read of the unique key,
- * beside the read of the newer messages). nr_llm only ever appends messages
+ * remembered sequence and the sum of their uids (read from the unique key,
+ * in the statement that reads the newer messages). nr_llm only ever appends messages
  * and deletes them physically, so a message deleted, or deleted and written
  * again (a new uid), changes the two figures, and the history is then read
  * whole. Every instance keeps its own; nothing is shared or invalidated
@@ -18,7 +18,8 @@
  * A remembered row also keeps the message it is sent as (`replay`), so a
  * conversation's messages are the same objects from turn to turn and the
  * run's token estimate, which remembers its measures by message object
- * (engine/estimate-memo), measures each of them once.
+ * (engine/estimate-memo), measures each of them once; a history that
+ * extends the last one replayed replays only its new rows (prefix-memo).
  */
 import type { ChatMessage } from '../providers/adapters/types';
 import type { HistoryRow, MessagesSummary } from './conversation.repository';

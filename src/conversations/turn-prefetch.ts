@@ -10,8 +10,10 @@
  * cost a wasted read, never a wrong one. The caller's access is checked on
  * the session read before anything started early is used.
  *
- * On MySQL that saves one round trip a turn (bench/conversations.ts); on
- * SQLite the reads run one after the other anyway.
+ * With a guess, the configuration is read first (as a run reads it), and
+ * the session and the history are read while the run is prepared
+ * (ConversationService.sendOnGuess); a refusal of the session still comes
+ * before the run's own. On SQLite the reads run one after the other anyway.
  */
 
 /** What a turn needs of a session before its other reads. */
