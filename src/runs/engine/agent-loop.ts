@@ -163,7 +163,8 @@ class AgentLoopRun {
         await this.record({ kind: 'assembled', round: 0, durationMs: 0, messagesSent: snapshot(assembled.messages) });
         return this.outcome('dry_run');
       }
-      this.progress.transcript = assembled.messages;
+      // A copy: the transcript grows with every round, and an assembly handed in belongs to the input.
+      this.progress.transcript = [...assembled.messages];
     }
 
     let afterCrash = resume?.afterCrash === true;

@@ -61,7 +61,7 @@ export function historySentOf(messages: readonly ChatMessage[], history: readonl
     else runs.push([i, from, from + 1]);
   }
   if (runs.length === 0) return null;
-  return { session: at.session, throughSequence: at.throughSequence, count: history.length, digest: digestOf(history), runs };
+  return { session: at.session, throughSequence: at.throughSequence, count: history.length, digest: sentDigestOf(history), runs };
 }
 
 /** The messages as stored: those of the history taken out. */
@@ -123,17 +123,22 @@ function runsFit(sent: HistorySent, storedLength: number): boolean {
 /**
  * The history's fingerprint: a session made again under a reused uid (an
  * auto-increment counter reset after a restart) with as many messages is
- * never taken for the one that was sent.
+ * never taken for the one that was sent. Read back, a history is hashed
+ * anew; a REQUEST being sent goes on from the last turn's hash (`sentDigestOf`).
  */
 function digestOf(messages: readonly ChatMessage[]): string {
-  return digests.of(messages).digest('base64');
+  const hash = crypto.createHash('sha256');
+  for (const message of messages) hashMessage(hash, message);
+  return hash.digest('base64');
 }
 
-/** The hash over a history, one that extends a history hashed before going on from its state (prefix-memo). */
-const digests = new PrefixMemo<ChatMessage, crypto.Hash>({
-  empty: () => crypto.createHash('sha256'),
-  copy: (hash) => hash.copy(),
-  add: (hash, message) => {
-    hash.update(`${message.role}\u0000${message.content ?? ''}\u0000`);
-  },
-});
+function hashMessage(hash: crypto.Hash, message: ChatMessage): void {
+  hash.update(`${message.role}\u0000${message.content ?? ''}\u0000`);
+}
+
+/** `digestOf` for a REQUEST being sent: a history that extends one hashed before goes on from its state (prefix-memo). */
+function sentDigestOf(messages: readonly ChatMessage[]): string {
+  return sentDigests.of(messages).digest('base64');
+}
+
+const sentDigests = new PrefixMemo<ChatMessage, crypto.Hash>({ empty: () => crypto.createHash('sha256'), copy: (hash) => hash.copy(), add: hashMessage });
