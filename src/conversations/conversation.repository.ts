@@ -100,32 +100,20 @@ export class ConversationRepository {
    * plain row: every turn and every read of a conversation starts here.
    */
   async findByUuid(uuid: string): Promise<StoredConversation | null> {
-    const q = (name: string) => this.dataSource.driver.escape(name);
-    const sessionColumns = ['uid', 'pid', 'uuid', 'be_user', 'configuration_identifier', 'title', 'message_count', 'last_activity', 'tstamp', 'crdate'].map((column) => `s.${q(column)} AS ${q(column)}`);
-    const ownerColumns = [['session_uid', 'o_session_uid'], ['owner_token', 'o_owner_token'], ['active_run', 'o_active_run'], ['active_run_uid', 'o_active_run_uid']].map(([column, alias]) => `o.${q(column!)} AS ${q(alias!)}`);
-    const rows = (await this.dataSource.query(
-      `SELECT ${[...sessionColumns, ...ownerColumns].join(', ')} FROM ${q('tx_nrllm_ai_session')} s LEFT JOIN ${q('promptwire_conversation')} o ON o.${q('session_uid')} = s.${q('uid')} WHERE s.${q('uuid')} = ? LIMIT 1`,
-      [uuid],
-    )) as Record<string, unknown>[];
-    const row = rows[0];
-    if (!row) return null;
-    const session = Object.assign(new AiSessionEntity(), {
-      uid: Number(row.uid),
-      pid: Number(row.pid),
-      uuid: String(row.uuid),
-      beUser: Number(row.be_user),
-      configurationIdentifier: String(row.configuration_identifier ?? ''),
-      title: String(row.title ?? ''),
-      messageCount: Number(row.message_count),
-      lastActivity: Number(row.last_activity),
-      tstamp: Number(row.tstamp),
-      crdate: Number(row.crdate),
-    });
-    const owner =
-      row.o_session_uid === null || row.o_session_uid === undefined
-        ? null
-        : Object.assign(new ConversationOwnerEntity(), { sessionUid: Number(row.o_session_uid), ownerToken: Number(row.o_owner_token), activeRun: String(row.o_active_run ?? ''), activeRunUid: Number(row.o_active_run_uid) });
-    return { session, owner };
+    const rows = (await this.dataSource.query(this.sql.findByUuid, [uuid])) as Record<string, unknown>[];
+    return rows[0] ? storedOf(rows[0]) : null;
+  }
+
+  /**
+   * `findByUuid` and `messagesSince(sessionUid, sequence)` in one statement
+   * (one snapshot, one round trip): what a turn of a session whose history
+   * is remembered reads first. The session found may be another than
+   * `sessionUid`'s: the caller compares.
+   */
+  async findWithMessagesSince(uuid: string, sessionUid: number, sequence: number): Promise<{ stored: StoredConversation | null; through: MessagesSummary; after: HistoryRow[] }> {
+    const rows = (await this.dataSource.query(this.sql.findWithMessagesSince, [sessionUid, sequence, sessionUid, sequence, uuid])) as Record<string, unknown>[];
+    const sessionRow = rows.find((row) => Number(row.part) === 2);
+    return { stored: sessionRow ? storedOf(sessionRow) : null, ...sinceOf(rows) };
   }
 
   /**
@@ -145,18 +133,7 @@ export class ConversationRepository {
    * (read from the unique key alone), and the messages after it.
    */
   async messagesSince(sessionUid: number, sequence: number): Promise<{ through: MessagesSummary; after: HistoryRow[] }> {
-    const rows = (await this.dataSource.query(this.sql.messagesSince, [sessionUid, sequence, sessionUid, sequence])) as { part: number | string; uid: number | string | null; sequence: number | string | null; role: string | null; content: string | Buffer | null }[];
-    const through: MessagesSummary = { count: 0, uidSum: 0 };
-    const after: HistoryRow[] = [];
-    for (const row of rows) {
-      if (Number(row.part) === 1) {
-        through.count = Number(row.uid ?? 0);
-        through.uidSum = Number(row.sequence ?? 0);
-      } else {
-        after.push({ uid: Number(row.uid), sequence: Number(row.sequence), role: row.role ?? '', content: row.content === null ? '' : String(row.content) });
-      }
-    }
-    return { through, after: after.sort((a, b) => a.sequence - b.sequence) };
+    return sinceOf((await this.dataSource.query(this.sql.messagesSince, [sessionUid, sequence, sessionUid, sequence])) as Record<string, unknown>[]);
   }
 
   /** A page of a session's messages after `afterSequence` (-1: from the start), in sequence order. */
@@ -207,6 +184,42 @@ export class ConversationRepository {
     const rows = (await manager.query(this.sql.turnOfRun, [runUid])) as { session_uid: number | string; last_sequence: number | string | null }[];
     const row = rows[0];
     return row ? { sessionUid: Number(row.session_uid), lastSequence: row.last_sequence === null ? -1 : Number(row.last_sequence) } : null;
+  }
+
+  /**
+   * In the END's transaction of run `runUid`: when it is a conversation's
+   * active turn, its reply is stored at one past the session's highest
+   * sequence, the session touched for it and the conversation left idle.
+   * False (nothing written) when the run is no conversation's turn. Two
+   * statements on MySQL, three on SQLite: the insert finds the turn and its
+   * slot itself. A writer that takes the slot meanwhile makes the insert
+   * fail on the unique key; the reply then goes the way of `appendMessage`.
+   */
+  async storeReplyOfRun(manager: EntityManager, runUid: number, reply: NewMessage): Promise<boolean> {
+    try {
+      const inserted = await this.write(manager, this.sql.insertReplyOfRun, [reply.role, reply.content, reply.model, reply.promptTokens, reply.completionTokens, reply.totalTokens, reply.droppedTurns, unixNow(), runUid]);
+      if (inserted === 0) return false;
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+      const turn = await this.turnOfRun(manager, runUid);
+      if (turn === null) return false;
+      const stored = await this.appendMessage(manager, turn.sessionUid, reply, turn.lastSequence + 1);
+      await this.releaseTurn(manager, turn.sessionUid, runUid, stored);
+      return true;
+    }
+    const now = unixNow();
+    if (this.dialect !== 'sqlite') {
+      await this.write(manager, this.sql.touchAndReleaseRun, [now, now, now, runUid]);
+      return true;
+    }
+    await this.write(manager, this.sql.touchRun, [now, now, now, runUid]);
+    await this.releaseRun(manager, runUid);
+    return true;
+  }
+
+  /** The conversation whose active turn run `runUid` is (if any) is idle again; nothing else changes. */
+  async releaseRun(manager: EntityManager, runUid: number): Promise<void> {
+    await this.write(manager, this.sql.releaseRun, [runUid]);
   }
 
   /**
@@ -339,17 +352,34 @@ function turnStatements(q: (name: string) => string, dialect: Dialect) {
   const session = q('tx_nrllm_ai_session');
   const messages = q('tx_nrllm_ai_session_message');
   const owner = q('promptwire_conversation');
-  const touchSet = (alias: string) =>
+  /** nr_llm's touch: the activity set to now (a parameter, three times) unless later, the count to `count` (by default a parameter, twice) unless higher. */
+  const touchSet = (alias: string, count = '?') =>
     `${alias}${q('last_activity')} = CASE WHEN ${alias}${q('last_activity')} < ? THEN ? ELSE ${alias}${q('last_activity')} END, ${alias}${q('tstamp')} = ?, ` +
-    `${alias}${q('message_count')} = CASE WHEN ${alias}${q('message_count')} < ? THEN ? ELSE ${alias}${q('message_count')} END`;
+    `${alias}${q('message_count')} = CASE WHEN ${alias}${q('message_count')} < ${count} THEN ${count} ELSE ${alias}${q('message_count')} END`;
+  /** One past a session's highest sequence (0 for none), read backwards on the unique key: MariaDB reads every row of the session for a correlated MAX(). */
+  const nextSequenceOf = (sessionUid: string) => `COALESCE((SELECT m.${q('sequence')} FROM ${messages} m WHERE m.${q('session')} = ${sessionUid} ORDER BY m.${q('sequence')} DESC LIMIT 1), -1) + 1`;
   const messageColumns = ['pid', 'session', 'sequence', 'role', 'content', 'model', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'dropped_turns', 'crdate'];
+  const sessionColumns = ['uid', 'pid', 'uuid', 'be_user', 'configuration_identifier', 'title', 'message_count', 'last_activity', 'tstamp', 'crdate'];
+  const ownerColumns = ['session_uid', 'owner_token', 'active_run', 'active_run_uid'];
+  /** A part of the history check: 0 the messages after a sequence, 1 the summary up to it; `withSession`: padded for the session's columns. */
+  const since = (part: 0 | 1, withSession = false) => {
+    const pad = withSession ? [...sessionColumns, ...ownerColumns].map((column, index) => (part === 0 ? `NULL AS ${q(index < sessionColumns.length ? `s_${column}` : `o_${column}`)}` : 'NULL')).join(', ') : '';
+    const columns =
+      part === 0
+        ? `0 AS ${q('part')}, ${q('uid')} AS ${q('uid')}, ${q('sequence')} AS ${q('sequence')}, ${q('role')} AS ${q('role')}, ${q('content')} AS ${q('content')}`
+        : `1, COUNT(*), SUM(${q('uid')}), NULL, NULL`;
+    return `SELECT ${columns}${pad ? `, ${pad}` : ''} FROM ${messages} WHERE ${q('session')} = ? AND ${q('sequence')} ${part === 0 ? '>' : '<='} ?`;
+  };
   return {
     messagesAfter: `SELECT ${q('uid')} AS ${q('uid')}, ${q('sequence')} AS ${q('sequence')}, ${q('role')} AS ${q('role')}, ${q('content')} AS ${q('content')} FROM ${messages} WHERE ${q('session')} = ? AND ${q('sequence')} > ? ORDER BY ${q('sequence')}`,
+    findByUuid: `SELECT ${[...sessionColumns.map((column) => `s.${q(column)} AS ${q(`s_${column}`)}`), ...ownerColumns.map((column) => `o.${q(column)} AS ${q(`o_${column}`)}`)].join(', ')} FROM ${session} s LEFT JOIN ${owner} o ON o.${q('session_uid')} = s.${q('uid')} WHERE s.${q('uuid')} = ?`,
     // The summary row (part 1) carries the count in `uid` and the uids' sum in `sequence`. Without ORDER BY
     // (MariaDB would sort the union in a temporary table: twice the time of the two parts); ordered by the caller.
-    messagesSince:
-      `SELECT 0 AS ${q('part')}, ${q('uid')} AS ${q('uid')}, ${q('sequence')} AS ${q('sequence')}, ${q('role')} AS ${q('role')}, ${q('content')} AS ${q('content')} FROM ${messages} WHERE ${q('session')} = ? AND ${q('sequence')} > ? ` +
-      `UNION ALL SELECT 1, COUNT(*), SUM(${q('uid')}), NULL, NULL FROM ${messages} WHERE ${q('session')} = ? AND ${q('sequence')} <= ?`,
+    messagesSince: `${since(0)} UNION ALL ${since(1)}`,
+    // The same, and the session's row (part 2) in the columns after those four, named as findByUuid names them.
+    findWithMessagesSince:
+      `${since(0, true)} UNION ALL ${since(1, true)} UNION ALL SELECT 2, NULL, NULL, NULL, NULL, ` +
+      `${[...sessionColumns.map((column) => `s.${q(column)}`), ...ownerColumns.map((column) => `o.${q(column)}`)].join(', ')} FROM ${session} s LEFT JOIN ${owner} o ON o.${q('session_uid')} = s.${q('uid')} WHERE s.${q('uuid')} = ?`,
     nextSequence: `SELECT ${q('sequence')} AS ${q('sequence')} FROM ${messages} WHERE ${q('session')} = ? ORDER BY ${q('sequence')} DESC LIMIT 1${dialect === 'sqlite' ? '' : ' FOR UPDATE'}`,
     insertMessage: `INSERT INTO ${messages} (${messageColumns.map(q).join(', ')}) VALUES (${messageColumns.map(() => '?').join(', ')})`,
     insertOwner: `INSERT INTO ${owner} (${q('session_uid')}, ${q('owner_token')}, ${q('active_run')}, ${q('active_run_uid')}) VALUES (?, ?, ?, ?)`,
@@ -359,7 +389,15 @@ function turnStatements(q: (name: string) => string, dialect: Dialect) {
     // MySQL and MariaDB only: the claim or the release and the session's touch in one statement.
     claimAndTouch: `UPDATE ${owner} o JOIN ${session} s ON s.${q('uid')} = o.${q('session_uid')} SET o.${q('active_run')} = ?, o.${q('active_run_uid')} = ?, ${touchSet('s.')} WHERE o.${q('session_uid')} = ? AND o.${q('active_run')} = ?`,
     touchAndRelease: `UPDATE ${session} s JOIN ${owner} o ON o.${q('session_uid')} = s.${q('uid')} SET ${touchSet('s.')}, o.${q('active_run')} = '', o.${q('active_run_uid')} = 0 WHERE s.${q('uid')} = ? AND o.${q('active_run_uid')} = ?`,
-    // The last sequence by the unique key read backwards: MariaDB reads every row of the session for a correlated MAX().
+    // A turn's reply where its run is a conversation's active turn (else no row), at one past the highest sequence.
+    insertReplyOfRun:
+      `INSERT INTO ${messages} (${messageColumns.map(q).join(', ')}) SELECT 0, o.${q('session_uid')}, ${nextSequenceOf(`o.${q('session_uid')}`)}, ?, ?, ?, ?, ?, ?, ?, ? ` +
+      `FROM ${owner} o WHERE o.${q('active_run_uid')} = ?`,
+    touchRun: `UPDATE ${session} SET ${touchSet('', nextSequenceOf(`${session}.${q('uid')}`))} WHERE ${q('uid')} = (SELECT o.${q('session_uid')} FROM ${owner} o WHERE o.${q('active_run_uid')} = ?)`,
+    releaseRun: `UPDATE ${owner} SET ${q('active_run')} = '', ${q('active_run_uid')} = 0 WHERE ${q('active_run_uid')} = ?`,
+    // MySQL and MariaDB only.
+    touchAndReleaseRun: `UPDATE ${session} s JOIN ${owner} o ON o.${q('session_uid')} = s.${q('uid')} SET ${touchSet('s.', nextSequenceOf(`s.${q('uid')}`))}, o.${q('active_run')} = '', o.${q('active_run_uid')} = 0 WHERE o.${q('active_run_uid')} = ?`,
+    // The last sequence by the unique key read backwards (as nextSequenceOf).
     turnOfRun: `SELECT o.${q('session_uid')} AS ${q('session_uid')}, (SELECT m.${q('sequence')} FROM ${messages} m WHERE m.${q('session')} = o.${q('session_uid')} ORDER BY m.${q('sequence')} DESC LIMIT 1) AS ${q('last_sequence')} FROM ${owner} o WHERE o.${q('active_run_uid')} = ?`,
   };
 }
@@ -385,4 +423,41 @@ function insertedUid(identifiers: readonly Record<string, unknown>[], raw: unkno
   // better-sqlite3 answers the new rowid itself, mysql2 an object with insertId.
   if (typeof raw === 'number' || typeof raw === 'bigint') return Number(raw);
   return Number((raw as { insertId?: unknown } | null)?.insertId);
+}
+
+/** A session row as findByUuid names its columns (`s_` the session's, `o_` the owner's), as the two. */
+function storedOf(row: Record<string, unknown>): StoredConversation {
+  const session = Object.assign(new AiSessionEntity(), {
+    uid: Number(row.s_uid),
+    pid: Number(row.s_pid),
+    uuid: String(row.s_uuid),
+    beUser: Number(row.s_be_user),
+    configurationIdentifier: String(row.s_configuration_identifier ?? ''),
+    title: String(row.s_title ?? ''),
+    messageCount: Number(row.s_message_count),
+    lastActivity: Number(row.s_last_activity),
+    tstamp: Number(row.s_tstamp),
+    crdate: Number(row.s_crdate),
+  });
+  const owner =
+    row.o_session_uid === null || row.o_session_uid === undefined
+      ? null
+      : Object.assign(new ConversationOwnerEntity(), { sessionUid: Number(row.o_session_uid), ownerToken: Number(row.o_owner_token), activeRun: String(row.o_active_run ?? ''), activeRunUid: Number(row.o_active_run_uid) });
+  return { session, owner };
+}
+
+/** The history check's rows (part 0: a message; part 1: the summary, its count in `uid` and its uids' sum in `sequence`), the messages in sequence order. */
+function sinceOf(rows: readonly Record<string, unknown>[]): { through: MessagesSummary; after: HistoryRow[] } {
+  const through: MessagesSummary = { count: 0, uidSum: 0 };
+  const after: HistoryRow[] = [];
+  for (const row of rows) {
+    const part = Number(row.part);
+    if (part === 1) {
+      through.count = Number(row.uid ?? 0);
+      through.uidSum = Number(row.sequence ?? 0);
+    } else if (part === 0) {
+      after.push({ uid: Number(row.uid), sequence: Number(row.sequence), role: row.role == null ? '' : String(row.role), content: row.content == null ? '' : String(row.content) });
+    }
+  }
+  return { through, after: after.sort((a, b) => a.sequence - b.sequence) };
 }

@@ -89,7 +89,7 @@ export class ConversationService {
   /** A session the caller may see; null when there is none or it is someone else's (existence does not leak). */
   async get(caller: Caller, uuid: string): Promise<StoredConversation | null> {
     const stored = await this.repository.findByUuid(uuid);
-    if (!stored || !mayAccess(actorOf(caller), stored.session, stored.owner?.ownerToken ?? null)) return null;
+    if (!stored || !this.mayAccess(caller, stored)) return null;
     return stored;
   }
 
@@ -208,14 +208,13 @@ export class ConversationService {
     // The configuration first, as a run reads it; the session and the history then go alongside the run's other reads.
     const configuration = await early(this.turnConfiguration(guess.configurationIdentifier));
     if (configuration.status === 'rejected') return null;
-    const read = early(this.historyCache.read(guess.uid));
     const facts = (async (): Promise<TurnFacts> => {
-      const stored = await this.get(caller, input.conversationId);
+      const { stored, history } = await this.readTurn(caller, input.conversationId, guess.uid);
       if (!stored) throw conversationNotFound(input.conversationId);
       const { session, owner } = stored;
       if (session.uid !== guess.uid || session.configurationIdentifier !== guess.configurationIdentifier) throw new GuessMissed();
       const expectedRun = await this.idleOrThrow(owner?.activeRun ?? '');
-      return { session, owner, expectedRun, history: settled(await read) };
+      return { session, owner, expectedRun, history: await history() };
     })();
     try {
       return await this.take(caller, input, origin, configuration.value, facts);
@@ -292,14 +291,12 @@ export class ConversationService {
    * In the transaction of a run's END: a turn's run stores its reply (only a
    * completed run with an answer; nr_llm keeps a failed turn's user message
    * without one) and leaves the conversation idle. Other runs pass through
-   * with one indexed read.
+   * with one statement that finds no turn.
    */
   async storeReply(manager: EntityManager, ended: { runUid: number; end: EndStep }): Promise<void> {
-    const turn = await this.repository.turnOfRun(manager, ended.runUid);
-    if (turn === null) return;
     const reply = replyOf(ended.end, '');
-    const stored = reply ? await this.repository.appendMessage(manager, turn.sessionUid, { role: 'assistant', ...reply, droppedTurns: null }, turn.lastSequence + 1) : null;
-    await this.repository.releaseTurn(manager, turn.sessionUid, ended.runUid, stored);
+    if (reply) await this.repository.storeReplyOfRun(manager, ended.runUid, { role: 'assistant', ...reply, droppedTurns: null });
+    else await this.repository.releaseRun(manager, ended.runUid);
   }
 
   /** `send` for a chat client (`POST /api/chat`): the turn's run, streamed, and the id its reply will be stored under. */
@@ -355,6 +352,27 @@ export class ConversationService {
   /** Deletes the sessions idle for longer than `retentionDays`; how many. */
   purge(retentionDays: number): Promise<number> {
     return this.repository.purgeInactiveSince(retentionCutoff(unixNow(), retentionDays));
+  }
+
+  /**
+   * The session behind `uuid` if the caller may see it, and its history
+   * (session `sessionUid`'s, used only once the session read is found to be
+   * that one): in one statement while the history is remembered, else the
+   * two reads at once.
+   */
+  private async readTurn(caller: Caller, uuid: string, sessionUid: number): Promise<{ stored: StoredConversation | null; history: () => Promise<readonly HistoryRow[]> }> {
+    const since = this.historyCache.since(sessionUid);
+    if (since === null) {
+      const read = early(this.historyCache.read(sessionUid));
+      return { stored: await this.get(caller, uuid), history: async () => settled(await read) };
+    }
+    const answer = await this.repository.findWithMessagesSince(uuid, sessionUid, since);
+    const stored = answer.stored && this.mayAccess(caller, answer.stored) ? answer.stored : null;
+    return { stored, history: async () => this.historyCache.kept(sessionUid, since, answer) ?? this.historyCache.read(sessionUid) };
+  }
+
+  private mayAccess(caller: Caller, stored: StoredConversation): boolean {
+    return mayAccess(actorOf(caller), stored.session, stored.owner?.ownerToken ?? null);
   }
 
   /** '' when the conversation is idle; a run that ended without leaving it idle is returned to be replaced; a running turn is a CONFLICT. */

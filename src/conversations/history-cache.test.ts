@@ -97,4 +97,26 @@ describe('HistoryCache', () => {
     expect(third[0]).toEqual(first[0]);
     expect(third[0]).not.toBe(first[0]);
   });
+
+  test('kept: an answer read elsewhere goes on from the remembered history only while it is that history\'s', async () => {
+    const t = table();
+    for (const text of ['a', 'b']) t.append(1, text);
+    const cache = new HistoryCache(t.source);
+    expect(cache.since(1)).toBeNull();
+    await cache.read(1);
+    expect(cache.since(1)).toBe(1);
+    t.append(1, 'c');
+    const answer = await t.source.messagesSince(1, 1);
+    // Asked for another sequence than the remembered end: not taken.
+    expect(cache.kept(1, 0, answer)).toBeNull();
+    expect(cache.kept(2, 1, answer)).toBeNull();
+    expect(texts(cache.kept(1, 1, answer)!)).toEqual(['0:a', '1:b', '2:c']);
+    expect(cache.since(1)).toBe(2);
+    // The same answer again no longer matches the end remembered now.
+    expect(cache.kept(1, 1, answer)).toBeNull();
+    // A message deleted meanwhile: the summary differs, read whole.
+    t.rows.set(1, t.rows.get(1)!.filter((row) => row.sequence !== 0));
+    expect(cache.kept(1, 2, await t.source.messagesSince(1, 2))).toBeNull();
+    expect(texts(await cache.read(1))).toEqual(['1:b', '2:c']);
+  });
 });

@@ -95,17 +95,37 @@ export class HistoryCache {
     this.size -= remembered.size;
   }
 
-  private async current(sessionUid: number): Promise<readonly HistoryRow[]> {
+  /**
+   * The sequence a remembered history of the session ends at (null: none):
+   * what a caller reading other rows in the same statement asks
+   * `messagesSince` of, to hand the answer to `kept`.
+   */
+  since(sessionUid: number): number | null {
+    const rows = this.sessions.get(sessionUid)?.rows;
+    return rows && rows.length > 0 ? rows[rows.length - 1]!.sequence : null;
+  }
+
+  /**
+   * The history, when what `messagesSince(sessionUid, sequence)` answered
+   * shows the remembered one is still what is stored (null: read it whole,
+   * with `read`). One rule for every read that goes on from a remembered history.
+   */
+  kept(sessionUid: number, sequence: number, answer: { through: MessagesSummary; after: readonly HistoryRow[] }): readonly HistoryRow[] | null {
     const remembered = this.sessions.get(sessionUid);
-    if (remembered && remembered.rows.length > 0) {
-      const last = remembered.rows[remembered.rows.length - 1]!.sequence;
-      const { through: summary, after: newer } = await this.source.messagesSince(sessionUid, last);
-      if (summary.count === remembered.rows.length && summary.uidSum === remembered.uidSum) {
-        this.counts.kept += 1;
-        const rows = newer.length === 0 ? remembered.rows : remembered.rows.concat(newer);
-        this.remember(sessionUid, rows, remembered.uidSum + uidSumOf(newer), remembered.size + sizeOf(newer));
-        return rows;
-      }
+    if (!remembered || remembered.rows.length === 0 || remembered.rows[remembered.rows.length - 1]!.sequence !== sequence) return null;
+    const { through: summary, after: newer } = answer;
+    if (summary.count !== remembered.rows.length || summary.uidSum !== remembered.uidSum) return null;
+    this.counts.kept += 1;
+    const rows = newer.length === 0 ? remembered.rows : remembered.rows.concat(newer);
+    this.remember(sessionUid, rows, remembered.uidSum + uidSumOf(newer), remembered.size + sizeOf(newer));
+    return rows;
+  }
+
+  private async current(sessionUid: number): Promise<readonly HistoryRow[]> {
+    const since = this.since(sessionUid);
+    if (since !== null) {
+      const rows = this.kept(sessionUid, since, await this.source.messagesSince(sessionUid, since));
+      if (rows) return rows;
     }
     this.counts.readWhole += 1;
     const rows = await this.source.messagesAfter(sessionUid, -1);
