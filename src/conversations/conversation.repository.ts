@@ -7,6 +7,7 @@
  */
 import type { DataSource, EntityManager, SelectQueryBuilder } from 'typeorm';
 import type { Dialect } from '../db/data-source';
+import { insertedId } from '../db/large-values';
 import { afterPosition, atOrBeforePosition, type KeyColumn, type KeyKind, type KeysetSource, positionOf, type SqlCondition } from '../db/keyset';
 import { searchCondition } from '../db/list-filters';
 import { unixNow } from '../shared/time';
@@ -89,7 +90,7 @@ export class ConversationRepository {
     return this.dataSource.transaction(async (manager) => {
       const values = { pid: 0, uuid: session.uuid, beUser: session.beUser, configurationIdentifier: session.configurationIdentifier, title: session.title, messageCount: 0, lastActivity: now, tstamp: now, crdate: now };
       const result = await manager.createQueryBuilder().insert().into(AiSessionEntity).values(values).updateEntity(false).execute();
-      const uid = insertedUid(result.identifiers, result.raw);
+      const uid = Number(result.identifiers[0]?.uid ?? insertedId(result.raw));
       await manager.createQueryBuilder().insert().into(ConversationOwnerEntity).values({ sessionUid: uid, ownerToken: session.ownerToken, activeRun: '', activeRunUid: 0 }).updateEntity(false).execute();
       return Object.assign(new AiSessionEntity(), { uid, ...values });
     });
@@ -415,14 +416,6 @@ function scopeConditions(scope: ConversationScope): SqlCondition[] {
   if (scope.all) return [];
   if (scope.beUser > 0) return [{ sql: 's.be_user = :beUser', parameters: { beUser: scope.beUser } }];
   return [{ sql: 's.be_user = 0 AND o.owner_token = :tokenUid', parameters: { tokenUid: scope.tokenUid } }];
-}
-
-function insertedUid(identifiers: readonly Record<string, unknown>[], raw: unknown): number {
-  const fromIdentifiers = identifiers[0]?.uid;
-  if (fromIdentifiers !== undefined) return Number(fromIdentifiers);
-  // better-sqlite3 answers the new rowid itself, mysql2 an object with insertId.
-  if (typeof raw === 'number' || typeof raw === 'bigint') return Number(raw);
-  return Number((raw as { insertId?: unknown } | null)?.insertId);
 }
 
 /** A session row as findByUuid names its columns (`s_` the session's, `o_` the owner's), as the two. */

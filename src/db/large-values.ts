@@ -17,7 +17,7 @@ import type { QueryRunner } from 'typeorm';
 export const LARGE_VALUE_CHARS = 8 * 1024;
 
 interface PreparingConnection {
-  execute(sql: string, values: unknown[], callback: (error: Error | null, result: { affectedRows?: number }) => void): void;
+  execute(sql: string, values: unknown[], callback: (error: Error | null, result: { affectedRows?: number; insertId?: number }) => void): void;
 }
 
 interface MysqlRunner {
@@ -34,14 +34,26 @@ export function carriesLargeValue(parameters: readonly unknown[]): boolean {
  * hold `undefined` (the binary protocol has no such value; pass null).
  */
 export async function writeWithValues(runner: QueryRunner, sql: string, parameters: readonly unknown[]): Promise<number> {
+  return (await writeWithValuesResult(runner, sql, parameters)).affected;
+}
+
+/** `writeWithValues`, with the id an INSERT generated (0: none). */
+export async function writeWithValuesResult(runner: QueryRunner, sql: string, parameters: readonly unknown[]): Promise<{ affected: number; insertId: number }> {
   const mysql = runner.connection.options.type === 'mysql' || runner.connection.options.type === 'mariadb';
   if (!mysql || !carriesLargeValue(parameters)) {
-    const result = (await runner.query(sql, [...parameters], true)) as { affected?: number };
-    return result.affected ?? 0;
+    const result = (await runner.query(sql, [...parameters], true)) as { affected?: number; raw?: unknown };
+    return { affected: result.affected ?? 0, insertId: insertedId(result.raw) };
   }
   runner.connection.logger.logQuery(sql, [...parameters], runner);
   const connection = await (runner as unknown as MysqlRunner).connect();
-  return new Promise<number>((resolve, reject) => {
-    connection.execute(sql, [...parameters], (error, result) => (error ? reject(error) : resolve(result.affectedRows ?? 0)));
+  return new Promise((resolve, reject) => {
+    connection.execute(sql, [...parameters], (error, result) => (error ? reject(error) : resolve({ affected: result.affectedRows ?? 0, insertId: Number(result.insertId ?? 0) })));
   });
+}
+
+/** The id an INSERT generated, from a driver's raw answer: better-sqlite3 answers the new rowid, mysql2 an object with insertId (0: none). */
+export function insertedId(raw: unknown): number {
+  if (typeof raw === 'number' || typeof raw === 'bigint') return Number(raw);
+  const id = (raw as { insertId?: unknown } | null | undefined)?.insertId;
+  return id === undefined || id === null ? 0 : Number(id);
 }

@@ -5,6 +5,7 @@
  */
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { writeWithValues } from '../db/large-values';
+import { ParameterWrites } from '../db/parameter-writes';
 import { unixNow } from '../shared/time';
 import { AgentRunEventEntity } from './agent-run-event.entity';
 import { AgentRunEntity } from './agent-run.entity';
@@ -60,12 +61,16 @@ export type RunEndedHook = (manager: EntityManager, loadRun: () => Promise<Ended
 export type RunCreatedHook = (manager: EntityManager, run: { uid: number; uuid: string }) => Promise<void>;
 
 export class RunStore extends RunQueries {
+  /** A run's own writes, their values as parameters (parameter-writes says why). */
+  private readonly writes: ParameterWrites;
+
   constructor(
     dataSource: DataSource,
     private readonly onRunEnded: RunEndedHook | null = null,
     historySource: HistorySource | null = null,
   ) {
     super(dataSource, historySource);
+    this.writes = new ParameterWrites(dataSource);
   }
 
   private async runEnded(manager: EntityManager, runUid: number, end: EndStep): Promise<void> {
@@ -107,8 +112,8 @@ export class RunStore extends RunQueries {
   ): Promise<AgentRunEntity> {
     const now = unixNow();
     return this.dataSource.transaction(async (manager) => {
-      const repository = manager.getRepository(AgentRunEntity);
-      const row = await repository.save(repository.create({
+      // Every column written (its default where the run has none yet): the row is known without reading it back.
+      const values: Omit<AgentRunEntity, 'uid'> = {
         ...run,
         beUser: run.beUser ?? 0,
         pid: 0,
@@ -122,25 +127,22 @@ export class RunStore extends RunQueries {
         estimatedCost: 0,
         terminationReason: '',
         errorClass: '',
+        suspendedState: null,
+        queuedRequest: null,
+        leaseExpires: 0,
+        requeueCount: 0,
+        pendingEffect: '',
         startedAt: 0,
         finishedAt: 0,
         tstamp: now,
         crdate: now,
-      }));
-      if (leaseHolder) {
-        await manager.createQueryBuilder().insert().into(RunLeaseEntity).values({ runUid: row.uid, instanceId: leaseHolder, heartbeatAt: now }).updateEntity(false).execute();
-      }
-      if (request !== undefined) {
-        await manager.createQueryBuilder().insert().into(RunRequestEntity).values({ runUid: row.uid, request, requeueCount: 0 }).updateEntity(false).execute();
-      }
+      };
+      const uid = await this.writes.insert(manager, AgentRunEntity, values);
+      const row = Object.assign(new AgentRunEntity(), { uid, ...values });
+      if (leaseHolder) await this.writes.insert(manager, RunLeaseEntity, { runUid: row.uid, instanceId: leaseHolder, heartbeatAt: now });
+      if (request !== undefined) await this.writes.insert(manager, RunRequestEntity, { runUid: row.uid, request, requeueCount: 0 });
       if (provenance) {
-        await manager
-          .createQueryBuilder()
-          .insert()
-          .into(RunProvenanceEntity)
-          .values({ runUid: row.uid, releaseId: provenance.releaseId, label: provenance.label, snippets: JSON.stringify(provenance.snippets), ...taskColumnsOf(provenance.task) })
-          .updateEntity(false)
-          .execute();
+        await this.writes.insert(manager, RunProvenanceEntity, { runUid: row.uid, releaseId: provenance.releaseId, label: provenance.label, snippets: JSON.stringify(provenance.snippets), ...taskColumnsOf(provenance.task) });
       }
       if (onCreated) await onCreated(manager, { uid: row.uid, uuid: row.uuid });
       return row;
@@ -149,7 +151,7 @@ export class RunStore extends RunQueries {
 
   async markRunning(uid: number): Promise<void> {
     const now = unixNow();
-    await this.dataSource.getRepository(AgentRunEntity).update({ uid }, { status: 'RUNNING', startedAt: now, tstamp: now });
+    await this.writes.update(null, AgentRunEntity, { uid }, { status: 'RUNNING', startedAt: now, tstamp: now });
   }
 
   /**
@@ -164,28 +166,26 @@ export class RunStore extends RunQueries {
     // updateEntity(false): TypeORM would otherwise read every inserted row back (a SELECT per step on SQLite).
     const insert = (manager: EntityManager | null) =>
       owner === null
-        ? (manager ?? this.dataSource).createQueryBuilder().insert().into(AgentRunEventEntity).values(event).updateEntity(false).execute()
+        ? this.writes.insert(manager, AgentRunEventEntity, event)
         : this.insertAsOwner(manager, event, owner);
     if (kind === 'approval' && (step as ApprovalStep).pendingToolCalls) {
       // The run waits for a person, holding nothing: status, step and deadline together, and no lease.
       const deadlineAt = (step as ApprovalStep).deadlineAt;
       await this.dataSource.transaction(async (manager) => {
         await insert(manager);
-        await manager.update(AgentRunEntity, { uid: runUid }, { status: 'WAITING_FOR_APPROVAL', suspendedState: extras.suspendedState ?? '', tstamp: unixNow() });
-        await manager.delete(RunLeaseEntity, { runUid });
-        await manager.delete(RunApprovalDeadlineEntity, { runUid });
-        if (typeof deadlineAt === 'number') {
-          await manager.createQueryBuilder().insert().into(RunApprovalDeadlineEntity).values({ runUid, deadlineAt }).updateEntity(false).execute();
-        }
+        await this.writes.update(manager, AgentRunEntity, { uid: runUid }, { status: 'WAITING_FOR_APPROVAL', suspendedState: extras.suspendedState ?? '', tstamp: unixNow() });
+        await this.writes.delete(manager, RunLeaseEntity, { runUid });
+        await this.writes.delete(manager, RunApprovalDeadlineEntity, { runUid });
+        if (typeof deadlineAt === 'number') await this.writes.insert(manager, RunApprovalDeadlineEntity, { runUid, deadlineAt });
       });
     } else if (kind !== 'end') {
       await insert(null);
     } else {
       await this.dataSource.transaction(async (manager) => {
         await insert(manager);
-        await manager.update(AgentRunEntity, { uid: runUid }, runRowFromEnd(step));
-        await manager.delete(RunLeaseEntity, { runUid });
-        await manager.delete(RunApprovalDeadlineEntity, { runUid });
+        await this.writes.update(manager, AgentRunEntity, { uid: runUid }, runRowFromEnd(step));
+        await this.writes.delete(manager, RunLeaseEntity, { runUid });
+        await this.writes.delete(manager, RunApprovalDeadlineEntity, { runUid });
         await this.runEnded(manager, runUid, step);
       });
     }
@@ -243,15 +243,9 @@ export class RunStore extends RunQueries {
         .where('uid = :runUid AND status IN (:...statuses)', { runUid, statuses: [...statuses] })
         .execute();
       if (!result.affected) return null;
-      await manager
-        .createQueryBuilder()
-        .insert()
-        .into(AgentRunEventEntity)
-        .values({ run: runUid, sequence, kind, round, durationMs, payload: JSON.stringify(payload), crdate: unixNow() })
-        .updateEntity(false)
-        .execute();
-      await manager.delete(RunLeaseEntity, { runUid });
-      await manager.delete(RunApprovalDeadlineEntity, { runUid });
+      await this.writes.insert(manager, AgentRunEventEntity, { run: runUid, sequence, kind, round, durationMs, payload: JSON.stringify(payload), crdate: unixNow() });
+      await this.writes.delete(manager, RunLeaseEntity, { runUid });
+      await this.writes.delete(manager, RunApprovalDeadlineEntity, { runUid });
       await this.runEnded(manager, runUid, end);
       return { ...payload, sequence, kind, round, durationMs };
     });
@@ -283,15 +277,9 @@ export class RunStore extends RunQueries {
       const removed = await deadline.execute();
       // The run waits on a deadline that has not passed (it was decided and waits again): leave it waiting.
       if (expiredBy !== null && !removed.affected) throw new WaitNotExpired();
-      await manager
-        .createQueryBuilder()
-        .insert()
-        .into(AgentRunEventEntity)
-        .values({ run: runUid, sequence, kind, round, durationMs, payload: JSON.stringify(payload), crdate: now })
-        .updateEntity(false)
-        .execute();
-      await manager.delete(RunLeaseEntity, { runUid });
-      await manager.createQueryBuilder().insert().into(RunLeaseEntity).values({ runUid, instanceId, heartbeatAt: now }).updateEntity(false).execute();
+      await this.writes.insert(manager, AgentRunEventEntity, { run: runUid, sequence, kind, round, durationMs, payload: JSON.stringify(payload), crdate: now });
+      await this.writes.delete(manager, RunLeaseEntity, { runUid });
+      await this.writes.insert(manager, RunLeaseEntity, { runUid, instanceId, heartbeatAt: now });
       return { ...payload, sequence, kind, round, durationMs };
     }).catch((error: unknown) => {
       if (error instanceof WaitNotExpired) return null;
@@ -350,7 +338,7 @@ export class RunStore extends RunQueries {
             { runUid, cutoff: now - staleSeconds, goneHolder },
           )
           .execute();
-        await manager.createQueryBuilder().insert().into(RunLeaseEntity).values({ runUid, instanceId, heartbeatAt: now }).updateEntity(false).execute();
+        await this.writes.insert(manager, RunLeaseEntity, { runUid, instanceId, heartbeatAt: now });
         const open = await manager
           .createQueryBuilder(AgentRunEntity, 'r')
           .where('r.uid = :runUid AND r.status IN (:...statuses)', { runUid, statuses: storedSpellings('QUEUED', 'RUNNING') })
