@@ -78,7 +78,8 @@ describe.each(testDialects)('a turn\'s statements (%s)', (dialect) => {
     expect(await chats.messages(conversation.id)).toHaveLength(6);
   });
 
-  test('a message another program stores while the turn waits for its answer: the reply goes after it, the count follows', async () => {
+  /** A turn whose provider call waits for `held`, and a message stored at the slot after its user message as another program stores it. */
+  const heldTurn = async () => {
     const setup = await runs.setup();
     const held = gate();
     setup.provider.script({ text: 'the reply', usage: { prompt: 2, completion: 2 }, gate: held.promise });
@@ -86,8 +87,14 @@ describe.each(testDialects)('a turn\'s statements (%s)', (dialect) => {
     const sent = await chats.send(conversation.id, 'hello');
     await setup.provider.waitForRequest(1);
     const [session] = (await ts.database.query('SELECT uid FROM tx_nrllm_ai_session WHERE uuid = ?', [conversation.id])) as { uid: number }[];
-    const now = Math.floor(Date.now() / 1000);
-    await ts.database.query('INSERT INTO tx_nrllm_ai_session_message (pid, session, sequence, role, content, model, prompt_tokens, completion_tokens, total_tokens, crdate) VALUES (0, ?, 1, ?, ?, ?, 0, 0, 0, ?)', [session!.uid, 'user', 'from TYPO3', '', now]);
+    const storeAsTypo3 = () =>
+      ts.database.query('INSERT INTO tx_nrllm_ai_session_message (pid, session, sequence, role, content, model, prompt_tokens, completion_tokens, total_tokens, crdate) VALUES (0, ?, 1, ?, ?, ?, 0, 0, 0, ?)', [session!.uid, 'user', 'from TYPO3', '', Math.floor(Date.now() / 1000)]);
+    return { setup, held, conversation, sent, storeAsTypo3 };
+  };
+
+  test('a message another program stores while the turn waits for its answer: the reply goes after it, the count follows', async () => {
+    const { setup, held, conversation, sent, storeAsTypo3 } = await heldTurn();
+    await storeAsTypo3();
     held.open();
     expect((await runs.waitForRun(sent.run.id)).status).toBe('COMPLETED');
     expect((await chats.messages(conversation.id)).map((m) => `${m.sequence}:${m.content}`)).toEqual(['0:hello', '1:from TYPO3', '2:the reply']);
@@ -100,16 +107,10 @@ describe.each(testDialects)('a turn\'s statements (%s)', (dialect) => {
 
   // Only MySQL lets two writers overlap (SQLite has one writer at a time).
   if (dialect === 'mysql') test('a writer holding the reply\'s slot when the END stores it: the END waits, is refused by the unique key, and stores the reply at the next slot', async () => {
-    const setup = await runs.setup();
-    const held = gate();
-    setup.provider.script({ text: 'the reply', usage: { prompt: 2, completion: 2 }, gate: held.promise });
-    const conversation = await chats.start({ configuration: setup.configuration });
-    const sent = await chats.send(conversation.id, 'hello');
-    await setup.provider.waitForRequest(1);
-    const [session] = (await ts.database.query('SELECT uid FROM tx_nrllm_ai_session WHERE uuid = ?', [conversation.id])) as { uid: number }[];
+    const { held, conversation, sent, storeAsTypo3 } = await heldTurn();
     // Another program's transaction writes the slot after the user message, and has not committed.
     await ts.database.query('START TRANSACTION');
-    await ts.database.query('INSERT INTO tx_nrllm_ai_session_message (pid, session, sequence, role, content, model, prompt_tokens, completion_tokens, total_tokens, crdate) VALUES (0, ?, 1, ?, ?, ?, 0, 0, 0, ?)', [session!.uid, 'user', 'from TYPO3', '', Math.floor(Date.now() / 1000)]);
+    await storeAsTypo3();
     held.open();
     // The END's insert waits on that row's lock.
     await waitUntil(async () => ((await ts.database.query('SELECT COUNT(*) AS n FROM information_schema.INNODB_LOCK_WAITS')) as { n: number }[])[0]!.n > 0, { timeoutMs: 10_000, what: 'the END waiting on the slot' });
