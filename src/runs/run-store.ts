@@ -163,7 +163,7 @@ export class RunStore extends RunQueries {
   async appendStep(runUid: number, sequence: number, step: LoopStep, extras: { suspendedState?: string } = {}, owner: string | null = null): Promise<StoredStep> {
     const { kind, round, durationMs, ...payload } = step;
     const event = { run: runUid, sequence, kind, round, durationMs: Math.round(durationMs * 100) / 100, payload: JSON.stringify(storedPayloadOf(payload)), crdate: unixNow() };
-    // updateEntity(false): TypeORM would otherwise read every inserted row back (a SELECT per step on SQLite).
+    // Written as parameters (parameter-writes), never read back; an owner's insert goes through its lease (insertAsOwner).
     const insert = (manager: EntityManager | null) =>
       owner === null
         ? this.writes.insert(manager, AgentRunEventEntity, event)

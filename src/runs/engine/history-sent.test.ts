@@ -66,4 +66,32 @@ describe('a REQUEST names its history instead of copying it', () => {
     // Runs that claim more stored messages than there are: left out.
     expect(withHistory([system], { ...at, count: 6, digest: historySentOf(history, history, at)!.digest, runs: [[3, 0, 6]] }, readAgain()).complete).toBe(false);
   });
+
+  test('any mix of history messages (in order, with gaps, changed ones) and others: the runs name exactly the history messages sent, and put back give what was sent', () => {
+    let seed = 42;
+    const random = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+    const long: ChatMessage[] = Array.from({ length: 40 }, (_, i) => ({ role: i % 2 === 0 ? 'user' : 'assistant', content: `m${i}` }) as ChatMessage);
+    for (let round = 0; round < 200; round += 1) {
+      const sent: ChatMessage[] = [];
+      const expected: number[] = [];
+      if (random() < 0.5) sent.push(system);
+      for (let i = 0; i < long.length; i += 1) {
+        const r = random();
+        if (r < 0.15) continue; // left out by a fit
+        if (r < 0.2) sent.push({ ...long[i]! } as ChatMessage); // made again (another object)
+        else {
+          expected[sent.length] = i;
+          sent.push(long[i]!);
+        }
+        if (random() < 0.05) sent.push({ role: 'tool', tool_call_id: `c${i}`, content: 'x' } as ChatMessage);
+      }
+      sent.push(prompt);
+      const reference = historySentOf(sent, long, at);
+      // Every history object sent is named, at its place, by exactly one run; nothing else is.
+      const named: number[] = [];
+      for (const [position, from, to] of reference?.runs ?? []) for (let k = 0; k < to - from; k += 1) named[position + k] = from + k;
+      expect(named).toEqual(expected);
+      if (reference) expect(withHistory(withoutHistory(sent, reference), reference, long.map((message) => ({ ...message }) as ChatMessage)).messages).toEqual(sent);
+    }
+  });
 });

@@ -50,15 +50,26 @@ export function historySentOf(messages: readonly ChatMessage[], history: readonl
   const runs: [number, number, number][] = [];
   // The history's messages keep their order in what is sent (a fit only leaves some out): each is looked for after the last found.
   let next = 0;
-  for (let i = 0; i < messages.length && next < history.length; i += 1) {
+  for (let i = 0; i < messages.length && next < history.length; ) {
     const message = messages[i]!;
     // By identity first: a history message is not touched (prefix-memo says why that matters).
     const from = history[next] === message ? next : message.role === 'system' || message.role === 'tool' ? -1 : history.indexOf(message, next);
-    if (from < 0) continue;
-    next = from + 1;
+    if (from < 0) {
+      i += 1;
+      continue;
+    }
+    // The messages after it that follow the history in place, in one tight walk (a long conversation's history is one run).
+    let to = from + 1;
+    let j = i + 1;
+    while (j < messages.length && to < history.length && messages[j] === history[to]) {
+      j += 1;
+      to += 1;
+    }
     const last = runs[runs.length - 1];
-    if (last && last[0] + (last[2] - last[1]) === i && last[2] === from) last[2] = from + 1;
-    else runs.push([i, from, from + 1]);
+    if (last && last[0] + (last[2] - last[1]) === i && last[2] === from) last[2] = to;
+    else runs.push([i, from, to]);
+    next = to;
+    i = j;
   }
   if (runs.length === 0) return null;
   return { session: at.session, throughSequence: at.throughSequence, count: history.length, digest: sentDigestOf(history), runs };
