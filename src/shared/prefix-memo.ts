@@ -26,7 +26,9 @@
  * What is kept: per list folded, a copy of it, its state and the state
  * before its last item, under those two items (weakly: it goes with its
  * objects). A fold that extends a remembered one takes its place, so a
- * growing conversation keeps one per memo, not one per turn.
+ * growing conversation keeps one per memo, not one per turn; it takes over
+ * that one's states and its copy of the list too (the copy cut and
+ * extended), instead of copying them again.
  */
 
 /** What a memo folds: states are changed in place by `add`; `copy` makes one that later adds leave alone. */
@@ -41,7 +43,7 @@ export interface Fold<T, S> {
 /** How far from a list's end its remembered prefix is looked for (a turn adds its user message, the answer and the next prompt). */
 export const PROBES = 8;
 
-/** One remembered fold: the list as it was folded, its state, and the state before its last item. */
+/** One remembered fold: the list as it was folded (the memo's own copy), its state, and the state before its last item. */
 interface Remembered<T, S> {
   list: readonly T[];
   atEnd: S;
@@ -70,6 +72,8 @@ export class PrefixMemo<T extends object, S> {
     let from = 0;
     /** The state before the last item, when the remembered fold had this very list (an exact hit keeps it). */
     let knownBeforeEnd: S | null = null;
+    /** The remembered fold taken over: its copy of the list becomes this list's (see below). */
+    let taken: { list: T[]; differing: readonly number[] } | null = null;
     for (let end = n; end >= Math.max(1, n - PROBES) && state === null; end -= 1) {
       const remembered = this.byEnd.get(list[end - 1]!);
       if (!remembered) continue;
@@ -78,16 +82,18 @@ export class PrefixMemo<T extends object, S> {
       if (known === null) continue;
       const differing = this.differing(remembered.list, list, end);
       if (differing === null) continue;
-      state = this.fold.copy(known);
-      this.correct(state, remembered.list, list, differing, end);
       if (end === n && end === length && remembered.beforeEnd !== null) {
         knownBeforeEnd = this.fold.copy(remembered.beforeEnd);
         this.correct(knownBeforeEnd, remembered.list, list, differing, n - 1);
       }
-      from = end;
       // Taken over: the fold made below replaces it (one remembered fold per growing list, not one per turn).
+      // Nothing else holds its states or its list, so they are used as they are instead of copied.
+      state = known;
+      this.correct(state, remembered.list, list, differing, end);
+      from = end;
       this.byEnd.delete(remembered.list[length - 1]!);
       if (length >= 2) this.byEnd.delete(remembered.list[length - 2]!);
+      taken = { list: remembered.list as T[], differing };
     }
     if (state === null) {
       state = this.fold.empty();
@@ -99,7 +105,17 @@ export class PrefixMemo<T extends object, S> {
     const beforeEnd = from < n ? (n >= 2 ? this.fold.copy(state) : null) : knownBeforeEnd;
     if (from < n) this.fold.add(state, list[n - 1]!);
     // A copy of the list is kept: the caller may change its array later (a copy of references, no item touched).
-    const remembered: Remembered<T, S> = { list: list.slice(), atEnd: this.fold.copy(state), beforeEnd };
+    // Taken over, the remembered copy is made this list's: cut where this one goes on, its other objects replaced, the rest added.
+    let kept: T[];
+    if (taken) {
+      kept = taken.list;
+      kept.length = from;
+      for (const i of taken.differing) if (i < from) kept[i] = list[i]!;
+      for (let i = from; i < n; i += 1) kept.push(list[i]!);
+    } else {
+      kept = list.slice();
+    }
+    const remembered: Remembered<T, S> = { list: kept, atEnd: this.fold.copy(state), beforeEnd };
     this.byEnd.set(list[n - 1]!, remembered);
     if (n >= 2) this.byEnd.set(list[n - 2]!, remembered);
     return state;
